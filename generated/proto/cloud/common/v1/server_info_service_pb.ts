@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_cloud_annotations } from "../../annotations_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file cloud/common/v1/server_info_service.proto.
  */
 export const file_cloud_common_v1_server_info_service: GenFile = /*@__PURE__*/
-  fileDesc("CiljbG91ZC9jb21tb24vdjEvc2VydmVyX2luZm9fc2VydmljZS5wcm90bxIPY2xvdWQuY29tbW9uLnYxIhYKFEdldFNlcnZlckluZm9SZXF1ZXN0IjYKFUdldFNlcnZlckluZm9SZXNwb25zZRIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkycwoRU2VydmVySW5mb1NlcnZpY2USXgoNR2V0U2VydmVySW5mbxIlLmNsb3VkLmNvbW1vbi52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBomLmNsb3VkLmNvbW1vbi52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("CiljbG91ZC9jb21tb24vdjEvc2VydmVyX2luZm9fc2VydmljZS5wcm90bxIPY2xvdWQuY29tbW9uLnYxIhYKFEdldFNlcnZlckluZm9SZXF1ZXN0IjYKFUdldFNlcnZlckluZm9SZXNwb25zZRIMCgRuYW1lGAEgASgJEg8KB3ZlcnNpb24YAiABKAkyfwoRU2VydmVySW5mb1NlcnZpY2USXgoNR2V0U2VydmVySW5mbxIlLmNsb3VkLmNvbW1vbi52MS5HZXRTZXJ2ZXJJbmZvUmVxdWVzdBomLmNsb3VkLmNvbW1vbi52MS5HZXRTZXJ2ZXJJbmZvUmVzcG9uc2UaCoq1GAZzeXN0ZW1iBnByb3RvMw", [file_cloud_annotations]);
 
 /**
  * The request of ServerInfoService.GetServerInfo; it has no fields.

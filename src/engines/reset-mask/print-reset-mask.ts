@@ -1,0 +1,36 @@
+import type { ResetMask } from './reset-mask.js';
+
+const PLAIN_KEY = /^[A-Za-z0-9_]+$/;
+
+/** Quotes keys that are not plain identifiers/numbers so map keys with any characters survive. */
+export function printResetMaskKey(key: string): string {
+  return PLAIN_KEY.test(key) ? key : JSON.stringify(key);
+}
+
+const utf8 = new TextEncoder();
+
+function compareBytewise(a: string, b: string): number {
+  return Buffer.compare(utf8.encode(a), utf8.encode(b));
+}
+
+function printElements(mask: ResetMask): string[] {
+  const elements: string[] = [];
+  const add = (key: string, child: ResetMask): void => {
+    const inner = printElements(child);
+    if (inner.length === 0) elements.push(key);
+    else if (inner.length === 1) elements.push(`${key}.${inner[0] ?? ''}`);
+    else elements.push(`${key}.(${inner.join(',')})`);
+  };
+  for (const [key, child] of mask.children) add(printResetMaskKey(key), child);
+  if (mask.wildcard !== undefined) add('*', mask.wildcard);
+  return elements.sort(compareBytewise);
+}
+
+/**
+ * Prints a mask in canonical form (elements sorted bytewise by their printed text, as the
+ * reference Go SDK does; one child as `a.b`, several as `a.(b,c)`), so equal masks print equally
+ * and the form stored in `Operation.request_headers` is stable.
+ */
+export function printResetMask(mask: ResetMask): string {
+  return printElements(mask).join(',');
+}

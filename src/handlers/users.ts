@@ -1,0 +1,62 @@
+import type { operations } from '../../generated/openapi/users.js';
+import { AppError, HTTP_STATUS } from '../errors.js';
+import type { RestCall, RestReply } from '../http/rest-api.js';
+import { createLocalSignIn } from '../auth/local-sign-in.js';
+import type { AccountCaller, UserService } from '../services/user-service.js';
+import type { JsonRequestBody } from './types.js';
+
+type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params>;
+
+const REASON: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+};
+
+/** The seed's error body: `{statusCode, message, error}`; 401 keeps the seed's two-field form. */
+export function renderUserApiError(error: AppError): RestReply {
+  const status = HTTP_STATUS[error.code];
+  const reason = REASON[status] ?? 'Error';
+  const message = status === 500 ? reason : error.message || reason;
+  const body: Record<string, unknown> = status === 401 ? { statusCode: 401, message: 'Unauthorized' } : { statusCode: status, message, error: reason };
+  if (status === 400 && error.violations.length > 0) body.details = error.violations;
+  const headers: Record<string, string> = {};
+  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.retryAfterSeconds);
+  return { status, body, headers };
+}
+
+/** Handlers of `contracts/openapi/users.yaml`, keyed by operationId: decode, call the service, encode. */
+export function userApiHandlers(users: UserService, serviceName: string) {
+  const signIn = createLocalSignIn((name, password, address) => users.signIn(name, password, address));
+  const caller = (call: RestCall<unknown>): AccountCaller => {
+    const principal = call.security.bearerAuth as AccountCaller | undefined;
+    if (!principal) throw new AppError('unauthenticated', 'Unauthorized');
+    return principal;
+  };
+  return {
+    getServiceInfo: (): RestReply => ({ status: 200, body: { name: serviceName, version: '1.0.0' } }),
+    signIn: async (call: Call<'signIn'>): Promise<RestReply> => {
+      const result = await signIn(call.body, call.remoteAddress);
+      if (!result) throw new AppError('unauthenticated', 'Unauthorized');
+      return { status: 200, body: result };
+    },
+    listUsers: async (call: Call<'listUsers'>): Promise<RestReply> => ({ status: 200, body: await users.list(caller(call)) }),
+    createUser: async (call: Call<'createUser'>): Promise<RestReply> => {
+      const principal = call.security.bearerAuth as AccountCaller | undefined;
+      return { status: 200, body: await users.create(principal, call.body) };
+    },
+    getUser: async (call: Call<'getUser', { id: string }>): Promise<RestReply> => ({ status: 200, body: await users.get(caller(call), call.params.id) }),
+    updateUser: async (call: Call<'updateUser', { id: string }>): Promise<RestReply> => ({
+      status: 200,
+      body: await users.update(caller(call), call.params.id, call.body),
+    }),
+    deleteUser: async (call: Call<'deleteUser', { id: string }>): Promise<RestReply> => {
+      await users.remove(caller(call), call.params.id);
+      return { status: 200 };
+    },
+  } satisfies Record<keyof operations, (call: never) => Promise<RestReply> | RestReply>;
+}

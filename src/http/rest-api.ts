@@ -1,0 +1,187 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import { readFileSync } from 'node:fs';
+import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
+import addFormats from 'ajv-formats';
+import { parse as parseYaml } from 'yaml';
+import { AppError, toAppError, type Violation } from '../errors.js';
+import { readBody } from './body.js';
+
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** What a handler sees: the request as the contract's validator left it (types coerced, path params parsed). */
+export interface RestCall<Body = unknown, Params = Record<string, string>, Query = Record<string, unknown>> {
+  operationId: string;
+  params: Params;
+  query: Query;
+  body: Body;
+  headers: NodeRequest['headers'];
+  remoteAddress: string;
+  requestId: string;
+  /** Results of the contract's security handlers that accepted the request, by scheme name. */
+  security: Record<string, unknown>;
+}
+
+/** What a handler answers; the engine writes it, as JSON unless `raw` bytes are given. */
+export interface RestReply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  contentType?: string;
+}
+
+export type RestHandler = (call: RestCall<never, never, never>) => Promise<RestReply> | RestReply;
+
+export interface RestApiOptions {
+  /** Path of the OpenAPI document in `contracts/openapi`. */
+  contractPath: string;
+  handlers: Record<string, RestHandler>;
+  /** Renders a domain error in this API's own error shape. */
+  renderError(error: AppError): RestReply;
+  /** Headers every response of this API carries (e.g. `Deprecation`). */
+  commonHeaders?: Record<string, string>;
+  /**
+   * One verifier per security scheme of the contract. It answers the principal, or undefined when the
+   * request carries no usable credentials; operations whose requirements nobody meets answer 401.
+   * openapi-backend runs these before validation, so an anonymous caller learns nothing about inputs.
+   */
+  securityHandlers?: Record<string, (headers: NodeRequest['headers']) => Promise<unknown> | unknown>;
+  bodyLimitBytes?: number;
+  onError?(error: unknown, requestId: string): void;
+}
+
+export interface RestApi {
+  /** The contract engine; tests use `api.validateResponse` against it. */
+  api: OpenAPIBackend;
+  handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string>;
+}
+
+/** Loads a YAML OpenAPI document from disk. */
+export function loadContract(path: string): Document {
+  return parseYaml(readFileSync(path, 'utf8')) as Document;
+}
+
+/**
+ * Serves one OpenAPI document straight over node:http: openapi-backend (strict) routes and
+ * validates every request against the contract and calls the handler keyed by operationId.
+ * There is no web framework in between; the profile in docs/decisions.md shows why.
+ * Returns the matched route template, for the request log.
+ */
+export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
+  const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  const fail = (code: AppError['code'], message: string, violations?: Violation[]) => {
+    throw new AppError(code, message, { violations });
+  };
+  const api = new OpenAPIBackend({
+    definition: loadContract(options.contractPath),
+    strict: true,
+    quick: false,
+    coerceTypes: true,
+    ajvOpts: { allErrors: true, strict: false },
+    customizeAjv: (ajv) => {
+      addFormats.default(ajv);
+      return ajv;
+    },
+    handlers: {
+      notFound: () => fail('not_found', 'Not Found'),
+      methodNotAllowed: () => fail('not_found', 'Not Found'),
+      validationFail: (context: Context) => fail('invalid_argument', 'Bad Request', violationsOf(context)),
+      notImplemented: () => fail('internal', 'not implemented'),
+      unauthorizedHandler: () => fail('unauthenticated', 'Unauthorized'),
+    },
+  });
+  for (const [scheme, verify] of Object.entries(options.securityHandlers ?? {})) {
+    api.registerSecurityHandler(scheme, (context: Context) => verify(context.request.headers as NodeRequest['headers']));
+  }
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    api.register(operationId, (context: Context, call: RestCall) => {
+      call.operationId = operationId;
+      call.params = context.request.params as Record<string, string>;
+      call.query = context.request.query as Record<string, unknown>;
+      call.body = context.request.requestBody;
+      call.security = (context.security ?? {}) as Record<string, unknown>;
+      return (handler as (call: RestCall) => Promise<RestReply> | RestReply)(call);
+    });
+  }
+  await api.init();
+
+  async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
+    const url = req.url ?? '/';
+    const queryAt = url.indexOf('?');
+    const path = queryAt === -1 ? url : url.slice(0, queryAt);
+    const call: RestCall = {
+      operationId: '',
+      params: {},
+      query: {},
+      body: undefined,
+      headers: req.headers,
+      remoteAddress: req.socket?.remoteAddress ?? '',
+      requestId,
+      security: {},
+    };
+    let reply: RestReply;
+    try {
+      const body = await readJsonBody(req, limit);
+      reply = (await api.handleRequest(
+        { method: req.method ?? 'GET', path, query: queryAt === -1 ? '' : url.slice(queryAt + 1), headers: req.headers as Record<string, string>, body },
+        call,
+      )) as RestReply;
+    } catch (error) {
+      const appError = toAppError(error);
+      if (appError.code === 'internal') options.onError?.(error, requestId);
+      reply = options.renderError(appError);
+    }
+    send(res, reply, options.commonHeaders);
+    return call.operationId ? (api.getOperation(call.operationId)?.path ?? path) : 'unmatched';
+  }
+
+  return { api, handle };
+}
+
+async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
+  const method = req.method ?? 'GET';
+  if (method === 'GET' || method === 'HEAD' || method === 'DELETE') {
+    if (!req.headers['content-length'] && !req.headers['transfer-encoding']) return undefined;
+  }
+  const bytes = await readBody(req, limit);
+  if (bytes.length === 0) return undefined;
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
+    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'body', message: 'must be application/json' }] });
+  }
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'body', message: 'is not valid JSON' }] });
+  }
+}
+
+function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined): void {
+  const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers };
+  let payload: Buffer | string = '';
+  if (Buffer.isBuffer(reply.body)) {
+    payload = reply.body;
+    headers['content-type'] = reply.contentType ?? 'application/octet-stream';
+  } else if (reply.body !== undefined) {
+    payload = JSON.stringify(reply.body);
+    headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
+  }
+  headers['content-length'] = Buffer.byteLength(payload);
+  (res as ServerResponse).writeHead(reply.status, headers);
+  res.end(payload);
+}
+
+/** Turns ajv's errors into `{field, message}` entries that name the request part and property. */
+function violationsOf(context: Context): Violation[] {
+  const errors = context.validation.errors ?? [];
+  return errors.map((error) => {
+    const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const missing = error.keyword === 'required' ? String((error.params as { missingProperty?: string }).missingProperty ?? '') : '';
+    const extra = error.keyword === 'additionalProperties' ? String((error.params as { additionalProperty?: string }).additionalProperty ?? '') : '';
+    const leaf = missing || extra;
+    const field = [base.replace(/^requestBody\.?/, '').replace(/^(path|query|header)\.?/, ''), leaf].filter(Boolean).join('.');
+    const message = extra ? 'is not a known property' : (error.message ?? 'is invalid');
+    return { field: field || 'body', message };
+  });
+}

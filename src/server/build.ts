@@ -1,0 +1,153 @@
+import http from 'node:http';
+import http2 from 'node:http2';
+import type net from 'node:net';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { Config } from '../config.js';
+import { createLogger, type Logger } from '../logger.js';
+import { openDatabase, migrateLatest, type Database } from '../store/database.js';
+import { TokenService } from '../auth/token-service.js';
+import { UserService } from '../services/user-service.js';
+import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
+import { renderUserApiError, userApiHandlers } from '../handlers/users.js';
+import { serverInfoService } from '../handlers/server-info.js';
+import { createExpressApp } from './express-app.js';
+import { createProtocolSwitch } from './protocol-switch.js';
+import { requestIdOf } from './request-id.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface BuildOverrides {
+  /** An already opened database (tests pass one made from a migrated template). */
+  database?: Database;
+  logger?: Logger;
+}
+
+export interface App {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  tokens: TokenService;
+  users: UserService;
+  /** The REST contract engines, by contract name; tests validate responses against them. */
+  restApis: Record<string, RestApi>;
+  /** Starts listening; answers the bound port (0 picks a free one). */
+  listen(port?: number, host?: string): Promise<number>;
+  /** Graceful shutdown: stop accepting, finish in-flight requests (bounded), close the store. */
+  close(): Promise<void>;
+}
+
+/** Builds the whole server, ready to listen: store migrated, services wired, every protocol on one port. */
+export async function build(config: Config, overrides: BuildOverrides = {}): Promise<App> {
+  const logger = overrides.logger ?? createLogger(config.logLevel);
+  const db = overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  let ready = false;
+  if (config.migrate) await migrateLatest(db.knex);
+  const tokens = await TokenService.create(db.knex);
+  const users = new UserService(db.knex, tokens, config);
+  if (config.adminUsername && config.adminPassword) {
+    if (await users.ensureAdmin(config.adminUsername, config.adminPassword)) logger.info({ admin: config.adminUsername }, 'created the configured admin');
+  }
+
+  const onError = (error: unknown, requestId: string) => logger.error({ err: error, requestId }, 'request failed');
+  const usersApi = await createRestApi({
+    contractPath: `${ROOT}contracts/openapi/users.yaml`,
+    handlers: userApiHandlers(users, config.serviceName),
+    renderError: renderUserApiError,
+    securityHandlers: { bearerAuth: (headers) => users.authenticate(headers.authorization) },
+    onError,
+  });
+  const restApis: Record<string, RestApi> = { users: usersApi };
+
+  const expressApp = createExpressApp({ db, tokens, isReady: () => ready });
+  const routes = (router: ConnectRouter) => {
+    router.service(...serverInfoService(config.serviceName));
+  };
+  const rpc = connectNodeAdapter({ routes });
+
+  const dispatch = (req: NodeRequest, res: NodeResponse): void => {
+    const started = performance.now();
+    const requestId = requestIdOf(req.headers['x-request-id']);
+    res.setHeader('x-request-id', requestId);
+    const url = req.url ?? '/';
+    let route: string | Promise<string>;
+    if (url === '/api' || url.startsWith('/api/') || url.startsWith('/api?')) {
+      route = usersApi.handle(req, res, requestId);
+    } else if (isRpcPath(url)) {
+      rpc(req, res);
+      route = url.split('?')[0] ?? url;
+    } else if (req.httpVersionMajor === 1) {
+      expressApp(req as http.IncomingMessage, res as http.ServerResponse);
+      route = 'express';
+    } else {
+      (res as http.ServerResponse).writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ statusCode: 404, message: 'Not Found', error: 'Not Found' }));
+      route = 'unmatched';
+    }
+    res.once('finish', () => {
+      void Promise.resolve(route).then((template) => {
+        logger.info({ requestId, method: req.method, route: template, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+      });
+    });
+  };
+
+  const http1 = http.createServer({ keepAliveTimeout: 5000 }, dispatch);
+  const h2 = http2.createServer({}, dispatch);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  const tlsOptions = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert, 'utf8'), key: readFileSync(config.tlsKey, 'utf8') } : undefined;
+  const server: net.Server = createProtocolSwitch(
+    {
+      http1: (socket) => http1.emit('connection', socket),
+      http2: (socket) => h2.emit('connection', socket),
+    },
+    tlsOptions,
+  );
+  ready = true;
+
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    db,
+    logger,
+    tokens,
+    users,
+    restApis,
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const address = server.address();
+          resolve(typeof address === 'object' && address ? address.port : port);
+        });
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        ready = false;
+        const closed = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+        http1.closeIdleConnections();
+        for (const session of sessions) session.close();
+        const grace = setTimeout(() => {
+          http1.closeAllConnections();
+          for (const session of sessions) session.destroy();
+        }, config.shutdownGraceMs);
+        await Promise.all([closed, new Promise<void>((resolve) => http1.close(() => resolve())), new Promise<void>((resolve) => h2.close(() => resolve()))]);
+        clearTimeout(grace);
+        await db.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** gRPC, gRPC-Web and Connect calls all use `/<package>.<Service>/<Method>`; no REST path has a dot there. */
+function isRpcPath(url: string): boolean {
+  return /^\/[A-Za-z_][\w]*(\.[\w]+)+\/[A-Za-z_]\w*(\?|$)/.test(url);
+}

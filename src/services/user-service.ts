@@ -1,0 +1,260 @@
+import type { Knex } from 'knex';
+import type { components } from '../../generated/openapi/users.js';
+import { AppError } from '../errors.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import type { TokenService } from '../auth/token-service.js';
+import { SignInFailureRepository, UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
+
+export type UserDto = components['schemas']['UserDto'];
+export type CreateUserDto = components['schemas']['CreateUserDto'];
+export type UpdateUserDto = components['schemas']['UpdateUserDto'];
+export type SignInResponse = components['schemas']['SignInResponse'];
+
+/** The signed-in account behind a request, as its token names it (not yet checked against the store). */
+export interface AccountCaller {
+  userId: string;
+}
+
+export interface UserServiceOptions {
+  accessTokenTtlSeconds: number;
+  signInMaxFailures: number;
+  signInWindowSeconds: number;
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  autoplayTrailers: true,
+  language: 'en',
+  animationDuration: 300,
+  seriesmanager: { apiKey: '', baseUrl: '', qualityProfileId: 0, rootFolderPath: '', languageProfileId: 0 },
+  moviemanager: { apiKey: '', baseUrl: '', qualityProfileId: 0, rootFolderPath: '' },
+  mediaserver: { apiKey: '', baseUrl: '', userId: '' },
+  metadatadb: { sessionId: '', userId: '' },
+};
+
+// Several failures per address are normal (a household behind one NAT); a name gets fewer tries.
+const ADDRESS_FACTOR = 4;
+
+/**
+ * Every rule of the User Account API (SPEC §2): who may see and change which account, first-run
+ * bootstrap, the last-admin guard, password changes and sign-in throttling.
+ */
+export class UserService {
+  private readonly users: UserRepository;
+  private readonly failures: SignInFailureRepository;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly tokens: TokenService,
+    private readonly options: UserServiceOptions,
+  ) {
+    this.users = new UserRepository(knex);
+    this.failures = new SignInFailureRepository(knex);
+  }
+
+  /** Resolves a bearer token to the caller it names, or undefined when it is missing or invalid. */
+  async authenticate(authorization: string | undefined): Promise<AccountCaller | undefined> {
+    const token = bearerToken(authorization);
+    if (!token) return undefined;
+    try {
+      const claims = await this.tokens.verify(token, 'account');
+      return { userId: claims.sub };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Checks a name and password. While no admin exists, an unknown name becomes the first admin
+   * (the original's onboarding). Failures are counted per name and per address.
+   */
+  async signIn(name: string, password: string, address: string): Promise<SignInResponse> {
+    const nameKey = `name:${name.toLowerCase()}`;
+    const addressKey = `address:${address}`;
+    await this.refuseWhileThrottled(nameKey, addressKey);
+    let user = await this.users.findByName(name);
+    if (!user) {
+      user = await this.bootstrapAdminOnSignIn(name, password);
+      if (user) return this.signedIn(user);
+    }
+    if (!(await verifyPassword(user?.password_hash, password)) || !user) {
+      await this.failures.record([nameKey, addressKey], this.options.signInWindowSeconds);
+      throw new AppError('unauthenticated', 'Unauthorized');
+    }
+    await this.failures.clear(nameKey);
+    return this.signedIn(user);
+  }
+
+  async list(caller: AccountCaller): Promise<UserDto[]> {
+    const self = await this.requireCaller(caller);
+    if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
+    return (await this.users.list()).map(toUserDto);
+  }
+
+  /** Creates a user: open to anyone while no admin exists, to admins only afterwards. */
+  async create(caller: AccountCaller | undefined, input: CreateUserDto): Promise<UserDto> {
+    const passwordHash = await hashPassword(input.password);
+    return this.knex.transaction(async (trx) => {
+      await this.users.lockAdmins(trx);
+      if ((await this.users.countAdmins(trx)) > 0) {
+        if (!caller) throw new AppError('unauthenticated', 'Unauthorized');
+        const self = await this.requireCaller(caller, trx);
+        if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
+      }
+      return toUserDto(await this.insertUnique(trx, input.name, passwordHash, input.isAdmin, input.profilePicture ?? ''));
+    });
+  }
+
+  /** Reads a user and its caller in one round trip: the admin or the user themself see it, nobody else. */
+  async get(caller: AccountCaller, id: string): Promise<UserDto> {
+    const rows = await this.users.findByIds(caller.userId === id ? [id] : [caller.userId, id]);
+    const self = rows.find((row) => row.id === caller.userId);
+    if (!self) throw new AppError('unauthenticated', 'Unauthorized');
+    const target = rows.find((row) => row.id === id);
+    if (!target || !(self.is_admin || self.id === id)) throw notFound();
+    return toUserDto(target);
+  }
+
+  /** Applies exactly the fields present in `input`. */
+  async update(caller: AccountCaller, id: string, input: UpdateUserDto): Promise<UserDto> {
+    const newHash = input.password === undefined ? undefined : await hashPassword(input.password);
+    return this.knex.transaction(async (trx) => {
+      if (input.isAdmin !== undefined) await this.users.lockAdmins(trx);
+      const { self, target } = await this.visibleTarget(caller, id, trx);
+      const patch: Partial<Omit<UserRow, 'id'>> = {};
+      if (input.isAdmin !== undefined && input.isAdmin !== target.is_admin) {
+        if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
+        if (!input.isAdmin && (await this.users.countAdmins(trx)) <= 1) {
+          throw new AppError('failed_precondition', 'Conflict', { violations: [{ field: 'isAdmin', message: 'the last admin cannot be removed' }] });
+        }
+        patch.is_admin = input.isAdmin;
+      }
+      if (newHash !== undefined) {
+        if (self.id === target.id && !(await verifyPassword(target.password_hash, input.oldPassword ?? ''))) {
+          throw new AppError('invalid_argument', 'Password mismatch', { violations: [{ field: 'oldPassword', message: 'Password mismatch' }] });
+        }
+        patch.password_hash = newHash;
+      }
+      if (input.name !== undefined && input.name !== target.name) {
+        if (await this.users.findByName(input.name, trx)) throw nameTaken();
+        patch.name = input.name;
+      }
+      if (input.onboardingDone !== undefined) patch.onboarding_done = input.onboardingDone;
+      if (input.profilePicture !== undefined) patch.profile_picture = input.profilePicture;
+      if (input.settings !== undefined) patch.settings = input.settings;
+      const updated = Object.keys(patch).length === 0 ? target : await this.users.update(id, patch, trx).catch(uniqueNameViolation);
+      if (!updated) throw notFound();
+      return toUserDto(updated);
+    });
+  }
+
+  /** Deletes a user; the last admin stays. */
+  async remove(caller: AccountCaller, id: string): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await this.users.lockAdmins(trx);
+      const { target } = await this.visibleTarget(caller, id, trx);
+      if (target.is_admin && (await this.users.countAdmins(trx)) <= 1) {
+        throw new AppError('failed_precondition', 'Conflict', { violations: [{ field: 'id', message: 'the last admin cannot be deleted' }] });
+      }
+      await this.users.delete(id, trx);
+    });
+  }
+
+  /** Creates the configured admin at start when that name is free. */
+  async ensureAdmin(name: string, password: string): Promise<boolean> {
+    if (await this.users.findByName(name)) return false;
+    const passwordHash = await hashPassword(password);
+    return this.knex.transaction(async (trx) => {
+      if (await this.users.findByName(name, trx)) return false;
+      await this.insertUnique(trx, name, passwordHash, true, '');
+      return true;
+    });
+  }
+
+  private async bootstrapAdminOnSignIn(name: string, password: string): Promise<UserRow | undefined> {
+    if ((await this.users.countAdmins()) > 0) return undefined;
+    if (name.trim() === '' || password.length < 8) {
+      throw new AppError('invalid_argument', 'Bad Request', {
+        violations: [{ field: 'password', message: 'the first admin needs a name and a password of at least 8 characters' }],
+      });
+    }
+    const passwordHash = await hashPassword(password);
+    return this.knex.transaction(async (trx) => {
+      await this.users.lockAdmins(trx);
+      if ((await this.users.countAdmins(trx)) > 0 || (await this.users.findByName(name, trx))) return undefined;
+      return this.insertUnique(trx, name, passwordHash, true, '');
+    });
+  }
+
+  private async insertUnique(trx: Knex, name: string, passwordHash: string, isAdmin: boolean, profilePicture: string): Promise<UserRow> {
+    if (await this.users.findByName(name, trx)) throw nameTaken();
+    return this.users
+      .insert({ name, password_hash: passwordHash, is_admin: isAdmin, onboarding_done: false, profile_picture: profilePicture, settings: DEFAULT_SETTINGS }, trx)
+      .catch(uniqueNameViolation);
+  }
+
+  private async visibleTarget(caller: AccountCaller, id: string, trx: Knex): Promise<{ self: UserRow; target: UserRow }> {
+    const rows = await this.users.findByIds([caller.userId, id], trx);
+    const self = rows.find((row) => row.id === caller.userId);
+    if (!self) throw new AppError('unauthenticated', 'Unauthorized');
+    const target = rows.find((row) => row.id === id);
+    if (!target || !(self.is_admin || self.id === id)) throw notFound();
+    return { self, target };
+  }
+
+  private async requireCaller(caller: AccountCaller, trx?: Knex): Promise<UserRow> {
+    const self = await this.users.findById(caller.userId, trx);
+    if (!self) throw new AppError('unauthenticated', 'Unauthorized');
+    return self;
+  }
+
+  private async refuseWhileThrottled(nameKey: string, addressKey: string): Promise<void> {
+    const windowSeconds = this.options.signInWindowSeconds;
+    for (const row of await this.failures.current([nameKey, addressKey], windowSeconds)) {
+      const limit = row.key === nameKey ? this.options.signInMaxFailures : this.options.signInMaxFailures * ADDRESS_FACTOR;
+      if (row.failures >= limit) {
+        const elapsed = (Date.now() - new Date(row.window_started_at).getTime()) / 1000;
+        throw new AppError('resource_exhausted', 'Too Many Requests', { retryAfterSeconds: Math.max(1, Math.ceil(windowSeconds - elapsed)) });
+      }
+    }
+  }
+
+  private signedIn(user: UserRow): SignInResponse {
+    return {
+      accessToken: this.tokens.sign({ sub: user.id, aud: 'account' }, this.options.accessTokenTtlSeconds),
+      user: toUserDto(user),
+    };
+  }
+}
+
+/** The wire shape of a user; the password hash never leaves the service. */
+export function toUserDto(row: UserRow): UserDto {
+  return {
+    id: row.id,
+    name: row.name,
+    isAdmin: row.is_admin,
+    onboardingDone: row.onboarding_done,
+    settings: row.settings,
+    profilePicture: row.profile_picture,
+  };
+}
+
+/** Extracts the token of an `Authorization: Bearer <token>` header. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  if (!authorization) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+  return match?.[1];
+}
+
+function notFound(): AppError {
+  return new AppError('not_found', 'Not Found');
+}
+
+function nameTaken(): AppError {
+  return new AppError('already_exists', 'Conflict', { violations: [{ field: 'name', message: 'is already taken' }] });
+}
+
+/** A concurrent insert of the same name loses on the unique index; that is a 409, not a 500. */
+function uniqueNameViolation(error: unknown): never {
+  if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') throw nameTaken();
+  throw error;
+}

@@ -1,0 +1,27 @@
+import type { Knex } from 'knex';
+import * as createUsers from './20261122150000_create_users.js';
+import * as createPlatformSecrets from './20261122150100_create_platform_secrets.js';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Migrations are listed here rather than discovered on disk, so they load the same way under tsx,
+ * jest and a compiled build. Names are `YYYYMMDDHHmmss_snake_name`; a landed migration is never edited.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '20261122150000_create_users': createUsers,
+  '20261122150100_create_platform_secrets': createPlatformSecrets,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(MIGRATIONS).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => {
+    const migration = MIGRATIONS[name];
+    if (!migration) throw new Error(`unknown migration ${name}`);
+    return migration;
+  },
+};

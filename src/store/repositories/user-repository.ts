@@ -1,0 +1,103 @@
+import type { Knex } from 'knex';
+import type { components } from '../../../generated/openapi/users.js';
+
+export type Settings = components['schemas']['Settings'];
+
+export interface UserRow {
+  id: string;
+  name: string;
+  password_hash: string;
+  is_admin: boolean;
+  onboarding_done: boolean;
+  profile_picture: string;
+  settings: Settings;
+}
+
+const COLUMNS = ['id', 'name', 'password_hash', 'is_admin', 'onboarding_done', 'profile_picture', 'settings'] as const;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** SQL for user accounts; every method takes an optional transaction. */
+export class UserRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Finds users by id in one round trip; ids that are not UUIDs simply match nothing. */
+  async findByIds(ids: string[], trx: Knex = this.knex): Promise<UserRow[]> {
+    const valid = ids.filter((id) => UUID.test(id));
+    if (valid.length === 0) return [];
+    return trx('users').select(COLUMNS).whereIn('id', valid);
+  }
+
+  async findById(id: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
+    if (!UUID.test(id)) return undefined;
+    return trx('users').select(COLUMNS).where({ id }).first();
+  }
+
+  async findByName(name: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
+    return trx('users').select(COLUMNS).where({ name }).first();
+  }
+
+  async list(trx: Knex = this.knex): Promise<UserRow[]> {
+    return trx('users').select(COLUMNS).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  }
+
+  async insert(row: Omit<UserRow, 'id'>, trx: Knex = this.knex): Promise<UserRow> {
+    const [created] = await trx('users')
+      .insert({ ...row, settings: JSON.stringify(row.settings) })
+      .returning(COLUMNS);
+    return created as UserRow;
+  }
+
+  async update(id: string, patch: Partial<Omit<UserRow, 'id'>>, trx: Knex = this.knex): Promise<UserRow | undefined> {
+    const values: Record<string, unknown> = { ...patch, updated_at: trx.fn.now() };
+    if (patch.settings) values.settings = JSON.stringify(patch.settings);
+    const [updated] = await trx('users').where({ id }).update(values).returning(COLUMNS);
+    return updated as UserRow | undefined;
+  }
+
+  async delete(id: string, trx: Knex = this.knex): Promise<boolean> {
+    return (await trx('users').where({ id }).delete()) > 0;
+  }
+
+  async countAdmins(trx: Knex = this.knex): Promise<number> {
+    const row = await trx('users').where({ is_admin: true }).count<{ n: number }[]>('* as n').first();
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * Serialises the rules that depend on how many admins exist (bootstrap, last admin) across
+   * concurrent requests and processes, for the rest of the transaction.
+   */
+  async lockAdmins(trx: Knex): Promise<void> {
+    await trx.raw("SELECT pg_advisory_xact_lock(hashtext('users.admins'))");
+  }
+}
+
+/** Failed sign-ins within a sliding window, per key; shared by every process through the database. */
+export class SignInFailureRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Returns the failures counted for each key within the window, with when that window started. */
+  async current(keys: string[], windowSeconds: number): Promise<Array<{ key: string; failures: number; window_started_at: Date }>> {
+    return this.knex('sign_in_failures')
+      .select('key', 'failures', 'window_started_at')
+      .whereIn('key', keys)
+      .where('window_started_at', '>', this.knex.raw(`now() - make_interval(secs => ?)`, [windowSeconds]));
+  }
+
+  /** Counts one failure for each key, starting a fresh window where the old one has passed. */
+  async record(keys: string[], windowSeconds: number): Promise<void> {
+    for (const key of keys) {
+      await this.knex.raw(
+        `INSERT INTO sign_in_failures (key, failures, window_started_at) VALUES (?, 1, now())
+         ON CONFLICT (key) DO UPDATE SET
+           failures = CASE WHEN sign_in_failures.window_started_at > now() - make_interval(secs => ?) THEN sign_in_failures.failures + 1 ELSE 1 END,
+           window_started_at = CASE WHEN sign_in_failures.window_started_at > now() - make_interval(secs => ?) THEN sign_in_failures.window_started_at ELSE now() END`,
+        [key, windowSeconds, windowSeconds],
+      );
+    }
+  }
+
+  async clear(key: string): Promise<void> {
+    await this.knex('sign_in_failures').where({ key }).delete();
+  }
+}
