@@ -2,22 +2,19 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { openDatabase, migrateLatest, type Database } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
-import { UserService } from '../services/user-service.js';
-import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
-import { renderUserApiError, userApiHandlers } from '../handlers/users.js';
-import { serverInfoService } from '../handlers/server-info.js';
+import type { UserService } from '../services/user-service.js';
+import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
+import { buildModules } from './modules.js';
+import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createProtocolSwitch } from './protocol-switch.js';
 import { requestIdOf } from './request-id.js';
-
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface BuildOverrides {
   /** An already opened database (tests pass one made from a migrated template). */
@@ -46,38 +43,38 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   let ready = false;
   if (config.migrate) await migrateLatest(db.knex);
   const tokens = await TokenService.create(db.knex);
-  const users = new UserService(db.knex, tokens, config);
-  if (config.adminUsername && config.adminPassword) {
-    if (await users.ensureAdmin(config.adminUsername, config.adminPassword)) logger.info({ admin: config.adminUsername }, 'created the configured admin');
-  }
-
   const onError = (error: unknown, requestId: string) => logger.error({ err: error, requestId }, 'request failed');
-  const usersApi = await createRestApi({
-    contractPath: `${ROOT}contracts/openapi/users.yaml`,
-    handlers: userApiHandlers(users, config.serviceName),
-    renderError: renderUserApiError,
-    securityHandlers: { bearerAuth: (headers) => users.authenticate(headers.authorization) },
-    onError,
+  const context: ModuleContext = { config, db, logger, tokens, onError };
+  const { modules, users } = await buildModules(context);
+  const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
+  const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
+  const expressApp = createExpressApp({ db, tokens, isReady: () => ready, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
+  const rpc = connectNodeAdapter({
+    routes: (router: ConnectRouter) => {
+      for (const module of modules) module.rpc?.(router);
+    },
   });
-  const restApis: Record<string, RestApi> = { users: usersApi };
-
-  const expressApp = createExpressApp({ db, tokens, isReady: () => ready });
-  const routes = (router: ConnectRouter) => {
-    router.service(...serverInfoService(config.serviceName));
-  };
-  const rpc = connectNodeAdapter({ routes });
 
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
     const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
     const url = req.url ?? '/';
+    const path = url.split('?', 1)[0] ?? url;
     let route: string | Promise<string>;
-    if (url === '/api' || url.startsWith('/api/') || url.startsWith('/api?')) {
-      route = usersApi.handle(req, res, requestId);
-    } else if (isRpcPath(url)) {
+    const owner = httpModules.find((candidate) => candidate.matches(path));
+    if (owner) {
+      route = Promise.resolve(owner.handle(req, res, requestId)).catch((error: unknown) => {
+        onError(error, requestId);
+        if (!res.headersSent) {
+          (res as http.ServerResponse).writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+          res.end(JSON.stringify({ statusCode: 500, message: 'Internal Server Error' }));
+        }
+        return path;
+      });
+    } else if (isRpcPath(path)) {
       rpc(req, res);
-      route = url.split('?')[0] ?? url;
+      route = path;
     } else if (req.httpVersionMajor === 1) {
       expressApp(req as http.IncomingMessage, res as http.ServerResponse);
       route = 'express';
@@ -108,6 +105,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     },
     tlsOptions,
   );
+  for (const module of modules) await module.start?.();
   ready = true;
 
   let closing: Promise<void> | undefined;
@@ -140,6 +138,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         }, config.shutdownGraceMs);
         await Promise.all([closed, new Promise<void>((resolve) => http1.close(() => resolve())), new Promise<void>((resolve) => h2.close(() => resolve()))]);
         clearTimeout(grace);
+        for (const module of modules) await module.stop?.();
         await db.close();
       })();
       return closing;

@@ -1,0 +1,29 @@
+import { ROOT } from '../server/paths.js';
+import { createRestApi } from '../http/rest-api.js';
+import { prefixMatcher, type ModuleContext, type ServerModule } from '../server/module.js';
+import { UserService } from '../services/user-service.js';
+import { renderUserApiError, userApiHandlers } from './users.js';
+import { serverInfoService } from './server-info.js';
+
+/** The User Account API (`/api`, contracts/openapi/users.yaml) and the ServerInfo RPC. */
+export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { users: UserService }> {
+  const users = new UserService(ctx.db.knex, ctx.tokens, ctx.config);
+  const { adminUsername, adminPassword } = ctx.config;
+  if (adminUsername && adminPassword && (await users.ensureAdmin(adminUsername, adminPassword))) {
+    ctx.logger.info({ admin: adminUsername }, 'created the configured admin');
+  }
+  const api = await createRestApi({
+    contractPath: `${ROOT}contracts/openapi/users.yaml`,
+    handlers: userApiHandlers(users, ctx.config.serviceName),
+    renderError: renderUserApiError,
+    securityHandlers: { bearerAuth: (headers) => users.authenticate(headers.authorization) },
+    onError: ctx.onError,
+  });
+  return {
+    name: 'users',
+    users,
+    http: { matches: prefixMatcher('/api'), handle: api.handle },
+    rpc: (router) => router.service(...serverInfoService(ctx.config.serviceName)),
+    restApis: { users: api },
+  };
+}

@@ -1,0 +1,46 @@
+import type express from 'express';
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Database } from '../store/database.js';
+import type { TokenService } from '../auth/token-service.js';
+import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
+
+/** What every part of the server gets to build itself: shared infrastructure, no globals. */
+export interface ModuleContext {
+  config: Config;
+  db: Database;
+  logger: Logger;
+  tokens: TokenService;
+  /** Logs an unexpected failure with its request id (the client only sees a generic 500). */
+  onError(error: unknown, requestId: string): void;
+}
+
+/**
+ * One API family (users, publishing, webhooks, cloud…). The server asks each module, in order,
+ * whether it owns a request path; RPC services, express routes and background work plug in here.
+ */
+export interface ServerModule {
+  name: string;
+  /** Requests this module serves directly on node:http (HTTP/1.1 and HTTP/2). */
+  http?: {
+    matches(path: string): boolean;
+    /** Answers the request; resolves to the route template for the request log. */
+    handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> | string;
+  };
+  /** Connect / gRPC / gRPC-Web services. */
+  rpc?(router: ConnectRouter): void;
+  /** Express routes (HTTP/1.1) for pages and endpoints no contract engine serves. */
+  router?: express.Router;
+  /** Contract engines, by contract name, for response validation in tests. */
+  restApis?: Record<string, RestApi>;
+  /** Starts background work once the server is built. */
+  start?(): Promise<void> | void;
+  /** Stops background work on shutdown, before the store closes. */
+  stop?(): Promise<void> | void;
+}
+
+/** Serves the paths under `prefix` (the prefix itself included) with one handler. */
+export function prefixMatcher(prefix: string): (path: string) => boolean {
+  return (path) => path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}?`);
+}

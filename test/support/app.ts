@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { build, type App } from '../../src/server/build.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase, type Database } from '../../src/store/database.js';
+import { pgliteTemplatePath } from './template.js';
+
+export interface TestServer {
+  app: App;
+  url: string;
+  port: number;
+  /** Sends a request and checks the response against the contract the path belongs to. */
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  /** Sent as is, without JSON encoding. */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+  /** Skip the contract check (for requests no contract describes). */
+  unchecked?: boolean;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: any;
+}
+
+/**
+ * Opens a fresh database for one test file: a clone of the migrated template on PostgreSQL
+ * (DATABASE_URL), or the PGlite template loaded into memory.
+ */
+export async function openTestDatabase(): Promise<{ db: Database; drop(): Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    const dump = new Blob([readFileSync(pgliteTemplatePath())]);
+    const db = await openDatabase({ dataDir: 'memory://', loadDataDir: dump });
+    return { db, drop: async () => undefined };
+  }
+  const name = `cfs_test_${randomBytes(6).toString('hex')}`;
+  await adminQuery(url, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
+  const dbUrl = new URL(url);
+  dbUrl.pathname = `/${name}`;
+  const db = await openDatabase({ databaseUrl: dbUrl.toString(), poolMax: 5 });
+  return { db, drop: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Starts the real server on port 0 over a fresh database. */
+export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const { db, drop } = await openTestDatabase();
+  const config = loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env });
+  const app = await build(config, { database: db });
+  const port = await app.listen(0, '127.0.0.1');
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    url,
+    port,
+    request: (method, path, options = {}) => sendChecked(app, url, method, path, options),
+    async close() {
+      await app.close();
+      await drop();
+    },
+  };
+}
+
+async function sendChecked(app: App, url: string, method: string, path: string, options: RequestOptions): Promise<TestResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Buffer | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const response = await fetch(`${url}${path}`, { method, headers, body });
+  const text = await response.text();
+  const contentType = response.headers.get('content-type') ?? '';
+  const parsed = /json/.test(contentType) && text ? JSON.parse(text) : text;
+  const result: TestResponse = { status: response.status, headers: response.headers, text, body: parsed };
+  if (!options.unchecked) expectMatchesContract(app, method, path, result);
+  return result;
+}
+
+/**
+ * Every response of every integration test is checked against the OpenAPI document of its path:
+ * a documented status, and a body valid against that status's schema.
+ */
+export function expectMatchesContract(app: App, method: string, path: string, response: TestResponse): void {
+  const pathOnly = path.split('?')[0] ?? path;
+  for (const [name, rest] of Object.entries(app.restApis)) {
+    const operation = rest.api.router.matchOperation({ method, path: pathOnly, headers: {} });
+    if (!operation) continue;
+    const documented = Object.keys(operation.responses ?? {});
+    if (!documented.includes(String(response.status)) && !documented.includes('default')) {
+      throw new Error(`${name}: ${method} ${path} answered ${response.status}, which ${operation.operationId} does not document (${documented.join(', ')}): ${response.text}`);
+    }
+    if (response.text === '') return;
+    const result = rest.api.validateResponse(response.body, operation, response.status);
+    if (result.errors && result.errors.length > 0) {
+      throw new Error(`${name}: ${method} ${path} ${response.status} body violates the contract: ${JSON.stringify(result.errors)}\n${response.text}`);
+    }
+    return;
+  }
+}

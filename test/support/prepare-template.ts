@@ -1,0 +1,39 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
+import { openDatabase, migrateLatest } from '../../src/store/database.js';
+import { pgliteTemplatePath, TEMPLATE_DIR } from './template.js';
+
+/**
+ * Prepares one migrated template database for the whole run: a PGlite dump (cached on disk by the
+ * migrations' hash, as initdb costs seconds) or, with DATABASE_URL, a PostgreSQL template database
+ * that each test file clones.
+ */
+async function prepareTemplate(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const name = `cfs_template_${process.pid}`;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const templateUrl = new URL(url);
+    templateUrl.pathname = `/${name}`;
+    const db = await openDatabase({ databaseUrl: templateUrl.toString(), poolMax: 1 });
+    await migrateLatest(db.knex);
+    await db.close();
+    process.stdout.write(name);
+    return;
+  }
+  const path = pgliteTemplatePath();
+  if (existsSync(path)) return;
+  mkdirSync(TEMPLATE_DIR, { recursive: true });
+  const db = await openDatabase({ dataDir: 'memory://' });
+  await migrateLatest(db.knex);
+  const client = (db.knex.client as { pglite: { dumpDataDir(compression: 'gzip'): Promise<Blob> } }).pglite;
+  const dump = await client.dumpDataDir('gzip');
+  writeFileSync(path, Buffer.from(await dump.arrayBuffer()));
+  await db.close();
+}
+
+await prepareTemplate();
