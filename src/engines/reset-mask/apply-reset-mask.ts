@@ -121,6 +121,8 @@ function hasImmutableFields(desc: DescMessage, seen: Set<DescMessage> = new Set(
   });
 }
 
+const immutableBySchema = new WeakMap<DescMessage, boolean>();
+
 /**
  * Patches `data` in place from `patch` (both of `desc`'s type), field by field, with the rules of
  * the reference implementation. New list elements and map values start empty and are patched
@@ -232,7 +234,12 @@ export function applyResetMask<Desc extends DescMessage>(
   const result = clone(schema, stored);
   const patched = reflect(schema, result);
   patchMessage(schema, patched, reflect(schema, clone(schema, request)), mask);
-  if (hasImmutableFields(schema)) {
+  let checkImmutable = immutableBySchema.get(schema);
+  if (checkImmutable === undefined) {
+    checkImmutable = hasImmutableFields(schema);
+    immutableBySchema.set(schema, checkImmutable);
+  }
+  if (checkImmutable) {
     const changed = changedImmutablePath(schema, reflect(schema, stored), patched, '');
     if (changed !== undefined) throw new ImmutableFieldError(changed);
   }

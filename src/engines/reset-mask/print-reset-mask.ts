@@ -1,16 +1,10 @@
-import type { ResetMask } from './reset-mask.js';
+import { compareBytewise, type ResetMask } from './reset-mask.js';
 
 const PLAIN_KEY = /^[A-Za-z0-9_]+$/;
 
 /** Quotes keys that are not plain identifiers/numbers so map keys with any characters survive. */
 export function printResetMaskKey(key: string): string {
   return PLAIN_KEY.test(key) ? key : JSON.stringify(key);
-}
-
-const utf8 = new TextEncoder();
-
-function compareBytewise(a: string, b: string): number {
-  return Buffer.compare(utf8.encode(a), utf8.encode(b));
 }
 
 function printElements(mask: ResetMask): string[] {

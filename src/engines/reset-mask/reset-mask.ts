@@ -76,15 +76,23 @@ export function resetMasksEqual(a: ResetMask | undefined, b: ResetMask | undefin
   return resetMasksEqual(a.wildcard, b.wildcard);
 }
 
+const utf8 = new TextEncoder();
+
+/** Orders strings by their UTF-8 bytes, the order of the canonical form (and of Go's sort.Strings). */
+export function compareBytewise(a: string, b: string): number {
+  return Buffer.compare(utf8.encode(a), utf8.encode(b));
+}
+
 /**
- * The leaf paths of a mask (`a.(b,c)` → `[["a","b"],["a","c"]]`, the wildcard as `"*"`), so
- * errors and logs can name the fields a mask touches without printing the tree.
+ * The leaf paths of a mask (`a.(b,c)` → `[["a","b"],["a","c"]]`, the wildcard as `"*"`), sorted
+ * bytewise, so errors and logs can name the fields a mask touches without printing the tree.
  */
 export function fieldPathsOf(mask: ResetMask): string[][] {
   const out: string[][] = [];
   const walk = (node: ResetMask, prefix: string[]): void => {
     const entries: [string, ResetMask][] = [...node.children];
     if (node.wildcard !== undefined) entries.push(['*', node.wildcard]);
+    entries.sort(([a], [b]) => compareBytewise(a, b));
     if (entries.length === 0) {
       if (prefix.length > 0) out.push(prefix);
       return;
