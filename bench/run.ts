@@ -1,0 +1,90 @@
+/**
+ * `npm run bench`: GET /api/users/{id} through the whole stack (routing, contract validation, bearer
+ * auth, service, store) against a raw node:http + pg handler doing the same query, in one run.
+ * Servers are pinned to core 0 and the load generator (wrk) to core 1; ratios are what to trust.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import pg from 'pg';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+if (!existsSync('/usr/bin/wrk')) {
+  console.error('bench needs wrk: apt-get install -y wrk');
+  process.exit(2);
+}
+
+const dbName = `cfs_bench_${process.pid}`;
+await adminQuery(`CREATE DATABASE ${dbName}`);
+const dbUrl = new URL(ADMIN_URL);
+dbUrl.pathname = `/${dbName}`;
+const children: ChildProcess[] = [];
+try {
+  const env = { ...process.env, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'silent', PORT: '0' };
+  const full = await startChild(['--import', 'tsx', 'bench/full-server.ts'], env);
+  const { token, userId } = await prepareUser(full.port);
+  const raw = await startChild(['--import', 'tsx', 'bench/raw-users-server.ts'], env);
+  const path = `/api/users/${userId}`;
+  await check(`http://127.0.0.1:${full.port}${path}`, token);
+  await check(`http://127.0.0.1:${raw.port}${path}`, token);
+  // Warm both (JIT, pools), then measure each alone.
+  wrk(raw.port, path, token, 2);
+  wrk(full.port, path, token, 2);
+  const baseline = wrk(raw.port, path, token, SECONDS);
+  const ours = wrk(full.port, path, token, SECONDS);
+  console.log(`raw node:http + pg      ${baseline.toFixed(0).padStart(7)} req/s`);
+  console.log(`full stack (users API)  ${ours.toFixed(0).padStart(7)} req/s`);
+  console.log(`ratio full/raw          ${(ours / baseline).toFixed(2)}   (target >= 0.50)`);
+} finally {
+  for (const child of children) child.kill('SIGTERM');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+}
+
+async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number }> {
+  const child = spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening (\d+)/.exec(output);
+      if (match) resolve({ port: Number(match[1]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+async function prepareUser(port: number): Promise<{ token: string; userId: string }> {
+  const response = await fetch(`http://127.0.0.1:${port}/api/auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
+  });
+  const body = (await response.json()) as { accessToken: string; user: { id: string } };
+  return { token: body.accessToken, userId: body.user.id };
+}
+
+async function check(url: string, token: string): Promise<void> {
+  const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`);
+}
+
+function wrk(port: number, path: string, token: string, seconds: number): number {
+  const output = execFileSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], {
+    encoding: 'utf8',
+  });
+  const match = /Requests\/sec:\s+([\d.]+)/.exec(output);
+  if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
+  return Number(match?.[1] ?? 0);
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  await client.query(sql);
+  await client.end();
+}
