@@ -92,14 +92,12 @@ export class UserService {
 
   /** Creates a user: open to anyone while no admin exists, to admins only afterwards. */
   async create(caller: AccountCaller | undefined, input: CreateUserDto): Promise<UserDto> {
+    // Refuse strangers before paying for a hash (~20 ms of CPU each); re-checked under the lock below.
+    await this.requireCreator(caller);
     const passwordHash = await hashPassword(input.password);
     return this.knex.transaction(async (trx) => {
       await this.users.lockAdmins(trx);
-      if ((await this.users.countAdmins(trx)) > 0) {
-        if (!caller) throw new AppError('unauthenticated', 'Unauthorized');
-        const self = await this.requireCaller(caller, trx);
-        if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
-      }
+      await this.requireCreator(caller, trx);
       return toUserDto(await this.insertUnique(trx, input.name, passwordHash, input.isAdmin, input.profilePicture ?? ''));
     });
   }
@@ -159,15 +157,23 @@ export class UserService {
     });
   }
 
-  /** Creates the configured admin at start when that name is free. */
+  /**
+   * Creates the configured admin at start when that name is free. Several processes starting on one
+   * database race here; the loser sees the name taken and starts normally instead of crashing.
+   */
   async ensureAdmin(name: string, password: string): Promise<boolean> {
     if (await this.users.findByName(name)) return false;
     const passwordHash = await hashPassword(password);
-    return this.knex.transaction(async (trx) => {
-      if (await this.users.findByName(name, trx)) return false;
-      await this.insertUnique(trx, name, passwordHash, true, '');
-      return true;
-    });
+    try {
+      return await this.knex.transaction(async (trx) => {
+        await this.users.lockAdmins(trx);
+        await this.insertUnique(trx, name, passwordHash, true, '');
+        return true;
+      });
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'already_exists') return false;
+      throw error;
+    }
   }
 
   private async bootstrapAdminOnSignIn(name: string, password: string): Promise<UserRow | undefined> {
@@ -199,6 +205,14 @@ export class UserService {
     const target = rows.find((row) => row.id === id);
     if (!target || !(self.is_admin || self.id === id)) throw notFound();
     return { self, target };
+  }
+
+  /** While no admin exists anyone may create users (bootstrap); afterwards only admins. */
+  private async requireCreator(caller: AccountCaller | undefined, trx?: Knex): Promise<void> {
+    if ((await this.users.countAdmins(trx)) === 0) return;
+    if (!caller) throw new AppError('unauthenticated', 'Unauthorized');
+    const self = await this.requireCaller(caller, trx);
+    if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
   }
 
   private async requireCaller(caller: AccountCaller, trx?: Knex): Promise<UserRow> {
