@@ -187,6 +187,7 @@ function violationsOf(context: Context): Violation[] {
     const leaf = missing || extra;
     const field = [base.replace(/^requestBody\.?/, '').replace(/^(path|query|header)\.?/, ''), leaf].filter(Boolean).join('.');
     const message = extra ? 'is not a known property' : (error.message ?? 'is invalid');
-    return { field: field || 'body', message };
+    // A missing body is ajv's `required: requestBody`; clients know it as the body.
+    return { field: field === '' || field === 'requestBody' ? 'body' : field, message };
   });
 }
