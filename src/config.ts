@@ -18,6 +18,12 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   shutdownGraceMs: number;
+  // --- article publishing (SPEC §3, docs/publishing.md) ---
+  /** The first superuser, created at start when this email is free. */
+  superuserEmail: string | undefined;
+  superuserPassword: string | undefined;
+  /** Where the `Link: <…>; rel="deprecation"` header of every /v1 response points. */
+  publishingDeprecationLink: string;
 }
 
 export class ConfigError extends Error {
@@ -43,6 +49,17 @@ export function loadConfig(env: Env = process.env): Config {
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new ConfigError('TLS_CERT and TLS_KEY must be set together');
   }
+  const superuserEmail = optional(env, 'SUPERUSER_EMAIL');
+  const superuserPassword = optional(env, 'SUPERUSER_PASSWORD');
+  if ((superuserEmail === undefined) !== (superuserPassword === undefined)) {
+    throw new ConfigError('SUPERUSER_EMAIL and SUPERUSER_PASSWORD must be set together');
+  }
+  if (superuserEmail !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(superuserEmail)) {
+    throw new ConfigError(`SUPERUSER_EMAIL must be an email address, got "${superuserEmail}"`);
+  }
+  if (superuserPassword !== undefined && superuserPassword.length < 8) {
+    throw new ConfigError('SUPERUSER_PASSWORD must be at least 8 characters');
+  }
   const databaseUrl = optional(env, 'DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
@@ -63,6 +80,10 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCert,
     tlsKey,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    // --- article publishing ---
+    superuserEmail,
+    superuserPassword,
+    publishingDeprecationLink: optional(env, 'PUBLISHING_DEPRECATION_LINK') ?? '/docs/publishing.md',
   };
 }
 

@@ -14,11 +14,11 @@ interface CredentialRequest {
  * from the JSON body and hands them to the service, which owns every rule (throttling, bootstrap).
  * Passport gets its own instance so no global state leaks between servers in one process.
  */
-export function createLocalSignIn<Result>(check: CredentialCheck<Result>) {
+export function createLocalSignIn<Result>(check: CredentialCheck<Result>, options: { usernameField?: string } = {}) {
   const passport = new Passport();
   passport.use(
     'local',
-    new LocalStrategy({ usernameField: 'name', passwordField: 'password', passReqToCallback: true, session: false }, (req, name, password, done) => {
+    new LocalStrategy({ usernameField: options.usernameField ?? 'name', passwordField: 'password', passReqToCallback: true, session: false }, (req, name, password, done) => {
       check(name, password, (req as unknown as CredentialRequest).address).then(
         (result) => done(null, result as Express.User),
         (error: unknown) => done(error),

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as createUsers from './20261122150000_create_users.js';
 import * as createPlatformSecrets from './20261122150100_create_platform_secrets.js';
+import * as createPublishing from './20261122160000_create_publishing.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ interface Migration {
 const MIGRATIONS: Record<string, Migration> = {
   '20261122150000_create_users': createUsers,
   '20261122150100_create_platform_secrets': createPlatformSecrets,
+  '20261122160000_create_publishing': createPublishing,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import DataLoader from 'dataloader';
+import { GraphQLError } from 'graphql';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import type { ArticleInput as GraphqlArticleInput, Resolvers } from '../../generated/graphql/publishing.js';
+import { AppError, HTTP_STATUS } from '../errors.js';
+import type { PublishingServices } from '../services/publishing/index.js';
+import type { PublishingCaller } from '../services/publishing/rules.js';
+import type { ArticleInput, Topic, Writer } from '../services/publishing/types.js';
+
+/** What every resolver of one request sees: the signed-in caller, the services and per-request loaders. */
+export interface PublishingGraphqlContext {
+  caller: PublishingCaller;
+  services: PublishingServices;
+  /** Batch loaders: every author and topic an operation touches is read in one query each. */
+  loaders: { writers: DataLoader<string, Writer | null>; topics: DataLoader<string, Topic | null> };
+  [key: PropertyKey]: unknown;
+}
+
+/** A fresh context per request, so loader caches never outlive one operation or leak between callers. */
+export function publishingGraphqlContext(caller: PublishingCaller, services: PublishingServices): PublishingGraphqlContext {
+  return {
+    caller,
+    services,
+    loaders: {
+      writers: new DataLoader((ids: readonly string[]) => services.writers.getMany(caller, ids)),
+      topics: new DataLoader((ids: readonly string[]) => services.topics.getMany(ids)),
+    },
+  };
+}
+
+/** Resolvers typed from the SDL; each one calls the same service as its REST handler. */
+export const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
+  Query: {
+    articles: (_root, { filters, limit, offset }, { caller, services }) => services.articles.list(caller, filters ?? {}, limit, offset),
+    article: (_root, { id }, { caller, services }) => orNull(services.articles.get(caller, id)),
+    writers: (_root, { limit, offset }, { caller, services }) => services.writers.list(caller, limit, offset),
+    writer: (_root, { id }, { loaders }) => loaders.writers.load(id),
+    topics: (_root, { limit, offset }, { services }) => services.topics.list(limit, offset),
+    me: (_root, _args, { caller, services }) => services.writers.me(caller),
+  },
+  Mutation: {
+    createArticle: (_root, { input }, { caller, services }) => services.articles.create(caller, articleInputOf(input)),
+    updateArticle: (_root, { id, input }, { caller, services }) => services.articles.update(caller, id, articleInputOf(input)),
+    deleteArticle: async (_root, { id }, { caller, services }) => {
+      await services.articles.remove(caller, id);
+      return id;
+    },
+    publishArticle: (_root, { id }, { caller, services }) => services.articles.publish(caller, id),
+    createTopic: (_root, { input }, { caller, services }) => services.topics.create(caller, input),
+  },
+  Article: {
+    author: async (article, _args, { loaders }) => {
+      const author = await loaders.writers.load(article.author);
+      if (!author) throw new AppError('internal', `article ${article._id} has no visible author`);
+      return author;
+    },
+    topic: (article, _args, { loaders }) => (article.topic === null ? null : loaders.topics.load(article.topic)),
+  },
+};
+
+/** The executable schema: the SDL of contracts/graphql with the resolvers above. */
+export function publishingSchema(sdlPath: string) {
+  return makeExecutableSchema({ typeDefs: readFileSync(sdlPath, 'utf8'), resolvers: publishingResolvers });
+}
+
+/**
+ * Domain errors keep their meaning over GraphQL: `extensions.code` (e.g. FORBIDDEN), the HTTP status
+ * REST would answer and, for invalid input, `extensions.errors` as `[{field, message}]`.
+ * Anything unexpected is logged and answered as a generic internal error.
+ */
+export function formatPublishingError(error: GraphQLError, requestId: string, log: (error: unknown, requestId: string) => void): GraphQLError {
+  const original = error.originalError;
+  if (!original || original instanceof GraphQLError) return error;
+  const appError = original instanceof AppError ? original : undefined;
+  const code = appError?.code ?? 'internal';
+  if (code === 'internal') log(original, requestId);
+  const extensions: Record<string, unknown> = { code: GRAPHQL_CODE[code] ?? code.toUpperCase(), status: HTTP_STATUS[code] };
+  if (appError && appError.violations.length > 0) extensions.errors = appError.violations;
+  const message = code === 'internal' ? 'Internal Server Error' : (appError?.message ?? 'Internal Server Error');
+  return new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
+}
+
+const GRAPHQL_CODE: Partial<Record<AppError['code'], string>> = {
+  invalid_argument: 'BAD_USER_INPUT',
+  unauthenticated: 'UNAUTHENTICATED',
+  permission_denied: 'FORBIDDEN',
+  not_found: 'NOT_FOUND',
+  already_exists: 'CONFLICT',
+  failed_precondition: 'CONFLICT',
+  internal: 'INTERNAL_SERVER_ERROR',
+};
+
+/** GraphQL's optional input fields arrive as null; the service's input leaves them out. */
+function articleInputOf(input: GraphqlArticleInput): ArticleInput {
+  return {
+    title: input.title,
+    text: input.text,
+    tags: input.tags ?? undefined,
+    files: input.files?.map((file) => ({ url: file.url, fileType: file.fileType })) ?? undefined,
+    topic: input.topic ?? null,
+  };
+}
+
+/** A single-object query answers null for what the caller cannot see, as GraphQL clients expect. */
+async function orNull<T>(result: Promise<T>): Promise<T | null> {
+  try {
+    return await result;
+  } catch (error) {
+    if (error instanceof AppError && error.code === 'not_found') return null;
+    throw error;
+  }
+}

@@ -1,0 +1,102 @@
+import type { operations } from '../../generated/openapi/publishing.js';
+import { AppError, HTTP_STATUS } from '../errors.js';
+import type { NodeRequest, RestCall, RestReply } from '../http/rest-api.js';
+import { createLocalSignIn } from '../auth/local-sign-in.js';
+import { bearerToken } from '../services/user-service.js';
+import type { PublishingServices } from '../services/publishing/index.js';
+import type { PublishingCaller } from '../services/publishing/rules.js';
+import type { JsonRequestBody } from './types.js';
+
+type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
+type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params, Query<Op>>;
+
+const TITLE: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+};
+
+/** RFC 9457 problem details: `{type, title, status, detail}`, plus `errors` for invalid fields. */
+export function renderProblem(error: AppError): RestReply {
+  const status = HTTP_STATUS[error.code];
+  const title = TITLE[status] ?? 'Error';
+  const detail = status === 500 ? 'The server failed to answer; the request id names the failure in its log.' : problemDetail(error, status);
+  const body: Record<string, unknown> = { type: 'about:blank', title, status, detail };
+  if (status === 400 && error.violations.length > 0) body.errors = error.violations;
+  const headers: Record<string, string> = {};
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.retryAfterSeconds);
+  return { status, body, headers, contentType: 'application/problem+json' };
+}
+
+function problemDetail(error: AppError, status: number): string {
+  // The engine's generic messages become sentences; services already write theirs.
+  if (error.message === 'Bad Request') return 'The request is invalid.';
+  if (error.message === 'Unauthorized') return 'A valid access token is required.';
+  if (error.message === 'Not Found') return status === 404 ? 'No such resource.' : error.message;
+  return error.message;
+}
+
+/** The token of `Authorization: Bearer` or of `x-access-token` (the original app's header). */
+export function publishingTokenOf(headers: NodeRequest['headers']): string | undefined {
+  const header = headers['x-access-token'];
+  const apiKey = Array.isArray(header) ? header[0] : header;
+  return bearerToken(headers.authorization) ?? (apiKey?.trim() || undefined);
+}
+
+/**
+ * The caller of a request, from the results of the two security schemes: either scheme with a
+ * valid token names the caller; a token that failed (an `{error}` result) is a 401 even on public
+ * operations; no token at all is anonymous.
+ */
+function callerOf(call: RestCall<unknown, unknown, unknown>): PublishingCaller | undefined {
+  const results = [call.security.bearerAuth, call.security.accessToken];
+  const failed = results.find((result) => typeof result === 'object' && result !== null && 'error' in result);
+  if (failed) throw new AppError('unauthenticated', 'A valid access token is required.');
+  return results.find((result): result is PublishingCaller => typeof result === 'object' && result !== null && 'role' in result);
+}
+
+/** Handlers of `contracts/openapi/publishing.yaml`, keyed by operationId: decode, call a service, encode. */
+export function publishingApiHandlers({ writers, articles, topics }: PublishingServices) {
+  const signIn = createLocalSignIn((email, password) => writers.login(email, password), { usernameField: 'email' });
+  return {
+    listArticles: async (call: Call<'listArticles'>): Promise<RestReply> => {
+      const { limit, offset, ...filters } = call.query;
+      return { status: 200, body: await articles.list(callerOf(call), filters, limit, offset) };
+    },
+    createArticle: async (call: Call<'createArticle'>): Promise<RestReply> => ({ status: 201, body: await articles.create(callerOf(call), call.body) }),
+    getArticle: async (call: Call<'getArticle', { id: string }>): Promise<RestReply> => ({ status: 200, body: await articles.get(callerOf(call), call.params.id) }),
+    updateArticle: async (call: Call<'updateArticle', { id: string }>): Promise<RestReply> => ({
+      status: 200,
+      body: await articles.update(callerOf(call), call.params.id, call.body),
+    }),
+    deleteArticle: async (call: Call<'deleteArticle', { id: string }>): Promise<RestReply> => {
+      await articles.remove(callerOf(call), call.params.id);
+      return { status: 204 };
+    },
+    publishArticle: async (call: Call<'publishArticle', { id: string }>): Promise<RestReply> => ({
+      status: 200,
+      body: await articles.publish(callerOf(call), call.params.id),
+    }),
+    listWriters: async (call: Call<'listWriters'>): Promise<RestReply> => ({
+      status: 200,
+      body: await writers.list(callerOf(call), call.query.limit, call.query.offset),
+    }),
+    createWriter: async (call: Call<'createWriter'>): Promise<RestReply> => ({ status: 201, body: await writers.create(callerOf(call), call.body) }),
+    getWriter: async (call: Call<'getWriter', { id: string }>): Promise<RestReply> => ({ status: 200, body: await writers.get(callerOf(call), call.params.id) }),
+    login: async (call: Call<'login'>): Promise<RestReply> => {
+      const result = await signIn(call.body, call.remoteAddress);
+      if (!result) throw new AppError('unauthenticated', 'Wrong email or password.');
+      return { status: 200, body: result };
+    },
+    listTopics: async (call: Call<'listTopics'>): Promise<RestReply> => {
+      callerOf(call);
+      return { status: 200, body: await topics.list(call.query.limit, call.query.offset) };
+    },
+    createTopic: async (call: Call<'createTopic'>): Promise<RestReply> => ({ status: 201, body: await topics.create(callerOf(call), call.body) }),
+  } satisfies Record<keyof operations, (call: never) => Promise<RestReply> | RestReply>;
+}

@@ -1,0 +1,77 @@
+import type { ServerResponse } from 'node:http';
+import { createHandler, type OperationContext } from 'graphql-http';
+import type { GraphQLSchema, ValidationRule, GraphQLError } from 'graphql';
+import { AppError } from '../errors.js';
+import { readBody } from './body.js';
+import type { NodeRequest, NodeResponse } from './rest-api.js';
+
+export interface GraphqlHttpOptions<Context extends OperationContext> {
+  schema: GraphQLSchema;
+  /** Builds the per-request context (caller, loaders); may answer an early reply (e.g. 401) instead. */
+  context(req: NodeRequest, requestId: string): Promise<Context | { reply: GraphqlReply }>;
+  validationRules: readonly ValidationRule[];
+  /** Shapes an execution error for the client (domain codes in `extensions`, 500s generic). */
+  formatError(error: GraphQLError, requestId: string): GraphQLError;
+  bodyLimitBytes?: number;
+  onError?(error: unknown, requestId: string): void;
+}
+
+export interface GraphqlReply {
+  status: number;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Serves one GraphQL schema per the GraphQL-over-HTTP spec (GET for queries, POST for queries and
+ * mutations) through graphql-http's server-agnostic handler, straight over node:http, so it works on
+ * HTTP/1.1 and HTTP/2 alike and reads bodies with the server's size limit.
+ */
+export function createGraphqlHttp<Context extends OperationContext>(options: GraphqlHttpOptions<Context>) {
+  const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  const handler = createHandler<NodeRequest, { requestId: string; context: Context }, Context>({
+    schema: options.schema,
+    context: (req) => req.context.context,
+    validationRules: options.validationRules,
+    // Execution errors are shaped here, where the request id is known (for the log of a 500).
+    onOperation: (req, _args, result) =>
+      result.errors ? { ...result, errors: result.errors.map((error) => options.formatError(error, req.context.requestId)) } : result,
+  });
+
+  return async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<void> {
+    let reply: GraphqlReply;
+    try {
+      const context = await options.context(req, requestId);
+      if (typeof context === 'object' && context !== null && 'reply' in context) {
+        reply = (context as { reply: GraphqlReply }).reply;
+      } else {
+        let body = '';
+        if (req.method === 'POST') body = (await readBody(req, limit)).toString('utf8');
+        const [responseBody, init] = await handler({
+          method: req.method ?? 'GET',
+          url: req.url ?? '/',
+          headers: req.headers as Record<string, string | string[] | undefined>,
+          body,
+          raw: req,
+          context: { requestId, context: context as Context },
+        });
+        reply = { status: init.status, body: responseBody ?? '', headers: { ...(init.headers as Record<string, string>) } };
+      }
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'invalid_argument') {
+        reply = jsonReply(413, { errors: [{ message: error.violations[0]?.message ?? error.message }] });
+      } else {
+        options.onError?.(error, requestId);
+        reply = jsonReply(500, { errors: [{ message: 'Internal Server Error' }] });
+      }
+    }
+    const headers = { ...reply.headers, 'content-length': String(Buffer.byteLength(reply.body)) };
+    (res as ServerResponse).writeHead(reply.status, headers);
+    res.end(reply.body);
+  };
+}
+
+/** A JSON reply in the GraphQL response shape (`{errors: […]}`), for answers given before execution. */
+export function jsonReply(status: number, body: unknown, headers: Record<string, string> = {}): GraphqlReply {
+  return { status, body: JSON.stringify(body), headers: { 'content-type': 'application/json; charset=utf-8', ...headers } };
+}

@@ -1,0 +1,178 @@
+import type { Knex } from 'knex';
+import { AppError } from '../../errors.js';
+import { ArticleRepository, type ArticleContent, type ArticleRow } from '../../store/repositories/publishing/article-repository.js';
+import { TopicRepository } from '../../store/repositories/publishing/topic-repository.js';
+import { InputCheck, isAuthor, isEditor, isSuperuser, iso, pageOf, requireCaller, requireRole, type PublishingCaller } from './rules.js';
+import type { Article, ArticleInput, ArticleList } from './types.js';
+
+/** Filters of an article list; all optional (status defaults to published). */
+export interface ArticleFilters {
+  topic?: string | null | undefined;
+  tag?: string | null | undefined;
+  author?: string | null | undefined;
+  q?: string | null | undefined;
+  status?: 'published' | 'draft' | null | undefined;
+}
+
+const MAX_TAGS = 20;
+const MAX_FILES = 20;
+
+/**
+ * Every article rule of SPEC §3, for REST and GraphQL alike: who writes, edits, deletes and
+ * publishes; the draft → published transition (deleted is final and hidden); who sees drafts;
+ * public lists of published articles with filters and full-text search.
+ */
+export class ArticleService {
+  private readonly articles: ArticleRepository;
+  private readonly topics: TopicRepository;
+
+  constructor(private readonly knex: Knex) {
+    this.articles = new ArticleRepository(knex);
+    this.topics = new TopicRepository(knex);
+  }
+
+  /**
+   * Published articles, newest first, for anyone. `status: draft` needs an author: writers get
+   * their own drafts, editors and superusers everyone's.
+   */
+  async list(viewer: PublishingCaller | undefined, filters: ArticleFilters = {}, limit?: number | null, offset?: number | null): Promise<ArticleList> {
+    const page = pageOf(limit, offset);
+    const check = new InputCheck();
+    if (filters.q != null) check.check('q', filters.q.length <= 200, 'must be at most 200 characters');
+    if (filters.tag != null) check.check('tag', filters.tag.length <= 50, 'must be at most 50 characters');
+    check.done();
+    const status = filters.status ?? 'published';
+    let authorId = filters.author ?? undefined;
+    if (status === 'draft') {
+      const self = requireRole(viewer, isAuthor, 'Only writers may list drafts.');
+      if (!isEditor(self)) {
+        if (authorId !== undefined && authorId !== self.id) return { items: [], total: 0, ...page };
+        authorId = self.id;
+      }
+    }
+    const search = filters.q?.trim() ? filters.q.trim() : undefined;
+    const { rows, total } = await this.articles.list({ status, authorId, topicId: filters.topic ?? undefined, tag: filters.tag ?? undefined, search, ...page });
+    return { items: rows.map(toArticle), total, ...page };
+  }
+
+  /** One article; drafts only for those who may edit them, deleted ones for nobody (404). */
+  async get(viewer: PublishingCaller | undefined, id: string): Promise<Article> {
+    const row = await this.articles.findById(id);
+    if (!row || !canSee(viewer, row)) throw notFound();
+    return toArticle(row);
+  }
+
+  /** Writes a new draft whose author is the caller. */
+  async create(caller: PublishingCaller | undefined, input: ArticleInput): Promise<Article> {
+    const self = requireRole(caller, isAuthor, 'Only writers, editors and superusers may write articles.');
+    const content = contentOf(input);
+    return this.knex.transaction(async (trx) => {
+      await this.requireTopic(content.topic_id, trx);
+      return toArticle(await this.articles.insert(self.id, content, trx));
+    });
+  }
+
+  /** Replaces title, text, tags, files and topic; the author, editors and superusers may. */
+  async update(caller: PublishingCaller | undefined, id: string, input: ArticleInput): Promise<Article> {
+    const self = requireRole(caller, isAuthor, 'Only writers, editors and superusers may change articles.');
+    const content = contentOf(input);
+    return this.knex.transaction(async (trx) => {
+      const row = await this.articles.lockById(id, trx);
+      if (!row || !canSee(self, row)) throw notFound();
+      if (!canEdit(self, row)) throw new AppError('permission_denied', 'Only the author, editors and superusers may change this article.');
+      await this.requireTopic(content.topic_id, trx);
+      const updated = await this.articles.replaceContent(id, content, trx);
+      if (!updated) throw notFound();
+      return toArticle(updated);
+    });
+  }
+
+  /** Marks an article deleted (kept, hidden); its author or a superuser may. */
+  async remove(caller: PublishingCaller | undefined, id: string): Promise<void> {
+    const self = requireRole(caller, isAuthor, 'Only writers, editors and superusers may delete articles.');
+    await this.knex.transaction(async (trx) => {
+      const row = await this.articles.lockById(id, trx);
+      if (!row || !canSee(self, row)) throw notFound();
+      if (!(row.author_id === self.id || isSuperuser(self))) throw new AppError('permission_denied', 'Only the author and superusers may delete this article.');
+      await this.articles.setStatus(id, 'deleted', trx);
+    });
+  }
+
+  /** draft → published (stamps publishedAt); published stays as it is; deleted cannot be published (409). */
+  async publish(caller: PublishingCaller | undefined, id: string): Promise<Article> {
+    requireRole(caller, isEditor, 'Only editors and superusers may publish articles.');
+    return this.knex.transaction(async (trx) => {
+      const row = await this.articles.lockById(id, trx);
+      if (!row) throw notFound();
+      if (row.status === 'deleted') throw new AppError('failed_precondition', 'A deleted article cannot be published.');
+      if (row.status === 'published') return toArticle(row);
+      const published = await this.articles.setStatus(id, 'published', trx);
+      if (!published) throw notFound();
+      return toArticle(published);
+    });
+  }
+
+  private async requireTopic(topicId: string | null, trx: Knex): Promise<void> {
+    if (topicId !== null && !(await this.topics.findById(topicId, trx))) {
+      throw new AppError('invalid_argument', 'The request is invalid.', { violations: [{ field: 'topic', message: 'is not a known topic' }] });
+    }
+  }
+}
+
+/** Who may edit an article: its author, editors, superusers. */
+function canEdit(caller: PublishingCaller, row: ArticleRow): boolean {
+  return row.author_id === caller.id || isEditor(caller);
+}
+
+/** Published articles are public, drafts visible to those who may edit them, deleted ones to nobody. */
+function canSee(viewer: PublishingCaller | undefined, row: ArticleRow): boolean {
+  if (row.status === 'published') return true;
+  if (row.status === 'deleted') return false;
+  return viewer !== undefined && isAuthor(viewer) && canEdit(viewer, row);
+}
+
+/** Validates what an author writes; a PUT replaces everything, so what is left out is cleared. */
+function contentOf(input: ArticleInput): ArticleContent {
+  const check = new InputCheck();
+  check.text('title', input.title, 1, 300);
+  check.text('text', input.text, 1, 100_000);
+  const tags = input.tags ?? [];
+  const files = input.files ?? [];
+  check.check('tags', Array.isArray(tags) && tags.length <= MAX_TAGS, `must have at most ${MAX_TAGS} items`);
+  check.check('files', Array.isArray(files) && files.length <= MAX_FILES, `must have at most ${MAX_FILES} items`);
+  tags.forEach((tag, index) => check.text(`tags.${index}`, tag, 1, 50));
+  files.forEach((file, index) => {
+    check.url(`files.${index}.url`, file.url);
+    check.text(`files.${index}.fileType`, file.fileType, 1, 100);
+  });
+  check.check('topic', input.topic == null || /^[0-9a-f]{24}$/.test(input.topic), 'must be a topic id');
+  check.done();
+  return {
+    title: input.title,
+    text: input.text,
+    tags: [...new Set(tags)],
+    files: files.map((file) => ({ url: file.url, fileType: file.fileType })),
+    topic_id: input.topic ?? null,
+  };
+}
+
+/** The wire shape of an article: `author` and `topic` are ids. */
+function toArticle(row: ArticleRow): Article {
+  return {
+    _id: row.id,
+    title: row.title,
+    text: row.text,
+    author: row.author_id,
+    topic: row.topic_id,
+    tags: row.tags,
+    files: row.files,
+    status: row.status,
+    publishedAt: row.published_at === null ? null : iso(row.published_at),
+    createdAt: iso(row.created_at),
+    modifiedAt: iso(row.modified_at),
+  };
+}
+
+function notFound(): AppError {
+  return new AppError('not_found', 'No such article.');
+}

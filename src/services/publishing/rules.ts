@@ -1,0 +1,99 @@
+import { AppError, type Violation } from '../../errors.js';
+import type { PublishingRole } from '../../store/repositories/publishing/writer-repository.js';
+
+export type { PublishingRole };
+
+/** The signed-in publishing user behind a request: id and role, as stored when the token was checked. */
+export interface PublishingCaller {
+  id: string;
+  role: PublishingRole;
+}
+
+/** Roles that can author articles: a "writer" in the URL space. */
+export const AUTHOR_ROLES: readonly PublishingRole[] = ['writer', 'editor', 'superuser'];
+export const ALL_ROLES: readonly PublishingRole[] = ['superuser', 'editor', 'writer', 'reader'];
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+const MAX_OFFSET = 1_000_000;
+
+/** Whether the caller can author articles (superuser passes every role check). */
+export function isAuthor(caller: PublishingCaller | undefined): boolean {
+  return caller !== undefined && AUTHOR_ROLES.includes(caller.role);
+}
+
+/** Whether the caller can edit and publish anyone's article. */
+export function isEditor(caller: PublishingCaller | undefined): boolean {
+  return caller?.role === 'editor' || caller?.role === 'superuser';
+}
+
+export function isSuperuser(caller: PublishingCaller | undefined): boolean {
+  return caller?.role === 'superuser';
+}
+
+/** The caller, or 401 when the request is anonymous. */
+export function requireCaller(caller: PublishingCaller | undefined): PublishingCaller {
+  if (!caller) throw new AppError('unauthenticated', 'A valid access token is required.');
+  return caller;
+}
+
+/** 401 when anonymous, 403 when signed in without the role. */
+export function requireRole(caller: PublishingCaller | undefined, allowed: (caller: PublishingCaller) => boolean, detail: string): PublishingCaller {
+  const known = requireCaller(caller);
+  if (!allowed(known)) throw new AppError('permission_denied', detail);
+  return known;
+}
+
+/** Page bounds shared by every list: limit 1–100 (default 20), offset ≥ 0 (default 0). */
+export function pageOf(limit: number | null | undefined, offset: number | null | undefined): { limit: number; offset: number } {
+  const page = { limit: limit ?? DEFAULT_LIMIT, offset: offset ?? 0 };
+  const violations: Violation[] = [];
+  if (!Number.isInteger(page.limit) || page.limit < 1 || page.limit > MAX_LIMIT) violations.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
+  if (!Number.isInteger(page.offset) || page.offset < 0 || page.offset > MAX_OFFSET) violations.push({ field: 'offset', message: `must be between 0 and ${MAX_OFFSET}` });
+  if (violations.length > 0) throw invalid(violations);
+  return page;
+}
+
+/** Collects violations of one input; `done()` throws a 400 naming all of them. */
+export class InputCheck {
+  readonly violations: Violation[] = [];
+
+  text(field: string, value: unknown, min: number, max: number): void {
+    if (typeof value !== 'string') this.violations.push({ field, message: 'must be a string' });
+    else if (value.trim().length < min) this.violations.push({ field, message: min === 1 ? 'must not be blank' : `must be at least ${min} characters` });
+    else if (value.length > max) this.violations.push({ field, message: `must be at most ${max} characters` });
+  }
+
+  url(field: string, value: unknown): void {
+    if (typeof value !== 'string' || value.length > 2048 || !URL.canParse(value)) this.violations.push({ field, message: 'must be an absolute URL' });
+  }
+
+  email(field: string, value: unknown): void {
+    // The same practical shape ajv-formats accepts: one @, no spaces, a dot in the domain.
+    if (typeof value !== 'string' || value.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) this.violations.push({ field, message: 'must be an email address' });
+  }
+
+  check(field: string, ok: boolean, message: string): void {
+    if (!ok) this.violations.push({ field, message });
+  }
+
+  done(): void {
+    if (this.violations.length > 0) throw invalid(this.violations);
+  }
+}
+
+export function invalid(violations: Violation[]): AppError {
+  return new AppError('invalid_argument', 'The request is invalid.', { violations });
+}
+
+/** A unique index lost to a concurrent insert is the same 409 as the check before it. */
+export function onUniqueViolation(conflict: () => AppError): (error: unknown) => never {
+  return (error) => {
+    if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') throw conflict();
+    throw error;
+  };
+}
+
+export function iso(value: Date | string): string {
+  return new Date(value).toISOString();
+}

@@ -1,0 +1,132 @@
+import type { Knex } from 'knex';
+import { AppError } from '../../errors.js';
+import { hashPassword, verifyPassword } from '../../auth/passwords.js';
+import type { TokenService } from '../../auth/token-service.js';
+import { WriterRepository, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
+import { ALL_ROLES, AUTHOR_ROLES, InputCheck, isSuperuser, iso, onUniqueViolation, pageOf, requireCaller, requireRole, type PublishingCaller } from './rules.js';
+import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
+
+/**
+ * Publishing users (SPEC §3): sign-in and tokens of audience `publishing`, creation by superusers,
+ * and who sees whom — writers are public, readers only to superusers and themselves, an email only
+ * to its owner and superusers. Passwords are argon2id hashes and never leave this service.
+ */
+export class WriterService {
+  private readonly users: WriterRepository;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly tokens: TokenService,
+    private readonly accessTokenTtlSeconds: number,
+  ) {
+    this.users = new WriterRepository(knex);
+  }
+
+  /**
+   * Resolves an access token to its caller. No token → undefined (anonymous); a token that is
+   * malformed, expired, for another API, or whose user no longer exists → 401.
+   */
+  async authenticate(token: string | undefined): Promise<PublishingCaller | undefined> {
+    if (token === undefined) return undefined;
+    const claims = await this.tokens.verify(token, 'publishing');
+    const row = await this.users.findById(claims.sub);
+    if (!row) throw new AppError('unauthenticated', 'A valid access token is required.');
+    return { id: row.id, role: row.role };
+  }
+
+  /** Checks email and password; both failures look and take the same (argon2 runs either way). */
+  async login(email: string, password: string): Promise<LoginResult> {
+    const row = typeof email === 'string' && email.length <= 254 ? await this.users.findByEmail(email) : undefined;
+    if (!(await verifyPassword(row?.password_hash, String(password))) || !row) {
+      throw new AppError('unauthenticated', 'Wrong email or password.');
+    }
+    return {
+      accessToken: this.tokens.sign({ sub: row.id, aud: 'publishing' }, this.accessTokenTtlSeconds),
+      user: toWriter(row, { id: row.id, role: row.role }),
+    };
+  }
+
+  /** Creates a user (superusers only); the role defaults to writer, the email must be unused in any case. */
+  async create(caller: PublishingCaller | undefined, input: WriterInput): Promise<Writer> {
+    const self = requireRole(caller, isSuperuser, 'Only superusers may create writers.');
+    const check = new InputCheck();
+    check.email('email', input.email);
+    check.check('password', typeof input.password === 'string' && input.password.length >= 8 && input.password.length <= 256, 'must be 8 to 256 characters');
+    check.text('name', input.name, 1, 100);
+    if (input.profileImage !== undefined) check.url('profileImage.url', input.profileImage.url);
+    check.check('role', input.role === undefined || ALL_ROLES.includes(input.role), `must be one of ${ALL_ROLES.join(', ')}`);
+    check.done();
+    return toWriter(await this.insert(input.email, input.password, input.name, input.role ?? 'writer', input.profileImage?.url ?? null), self);
+  }
+
+  /** Writers oldest first; superusers see readers too. */
+  async list(viewer: PublishingCaller | undefined, limit?: number | null, offset?: number | null): Promise<WriterList> {
+    const page = pageOf(limit, offset);
+    const roles = isSuperuser(viewer) ? ALL_ROLES : AUTHOR_ROLES;
+    const { rows, total } = await this.users.list(roles, page.limit, page.offset);
+    return { items: rows.map((row) => toWriter(row, viewer)), total, ...page };
+  }
+
+  /** One user as the viewer may see them; 404 when there is none or it is hidden from them. */
+  async get(viewer: PublishingCaller | undefined, id: string): Promise<Writer> {
+    const [writer] = await this.getMany(viewer, [id]);
+    if (!writer) throw new AppError('not_found', 'No such writer.');
+    return writer;
+  }
+
+  /** Many users in one query, in the order asked, null where hidden or unknown (batch loading). */
+  async getMany(viewer: PublishingCaller | undefined, ids: readonly string[]): Promise<Array<Writer | null>> {
+    const byId = new Map((await this.users.findByIds(ids)).map((row) => [row.id, row]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      return row && visible(viewer, row) ? toWriter(row, viewer) : null;
+    });
+  }
+
+  /** The signed-in user. */
+  async me(caller: PublishingCaller | undefined): Promise<Writer> {
+    const self = requireCaller(caller);
+    return this.get(self, self.id);
+  }
+
+  /** Creates a superuser when the email is free (SUPERUSER_EMAIL at start, the CLI); answers whether it did. */
+  async ensureSuperuser(email: string, password: string, name = 'Superuser'): Promise<boolean> {
+    if (await this.users.findByEmail(email)) return false;
+    const check = new InputCheck();
+    check.email('email', email);
+    check.check('password', password.length >= 8 && password.length <= 256, 'must be 8 to 256 characters');
+    check.text('name', name, 1, 100);
+    check.done();
+    try {
+      await this.insert(email, password, name, 'superuser', null);
+      return true;
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'already_exists') return false;
+      throw error;
+    }
+  }
+
+  private async insert(email: string, password: string, name: string, role: PublishingUserRow['role'], profileImageUrl: string | null): Promise<PublishingUserRow> {
+    const passwordHash = await hashPassword(password);
+    if (await this.users.findByEmail(email)) throw emailTaken();
+    return this.users
+      .insert({ email, password_hash: passwordHash, name, role, profile_image_url: profileImageUrl })
+      .catch(onUniqueViolation(emailTaken));
+  }
+}
+
+function visible(viewer: PublishingCaller | undefined, row: PublishingUserRow): boolean {
+  return AUTHOR_ROLES.includes(row.role) || isSuperuser(viewer) || viewer?.id === row.id;
+}
+
+/** The wire shape of a user for one viewer: never a password, an email only for its owner and superusers. */
+function toWriter(row: PublishingUserRow, viewer: PublishingCaller | undefined): Writer {
+  const writer: Writer = { _id: row.id, name: row.name, role: row.role, createdAt: iso(row.created_at), modifiedAt: iso(row.modified_at) };
+  if (viewer && (viewer.id === row.id || isSuperuser(viewer))) writer.email = row.email;
+  if (row.profile_image_url !== null) writer.profileImage = { url: row.profile_image_url };
+  return writer;
+}
+
+function emailTaken(): AppError {
+  return new AppError('already_exists', 'A user with this email already exists.', { violations: [{ field: 'email', message: 'is already taken' }] });
+}
