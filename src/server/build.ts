@@ -129,8 +129,11 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     close() {
       closing ??= (async () => {
         ready = false;
+        for (const module of modules) module.drain?.();
         const closed = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
+        // Keep-alive connections become idle as their last response ends; close them as they do.
         http1.closeIdleConnections();
+        const sweep = setInterval(() => http1.closeIdleConnections(), 25);
         for (const session of sessions) session.close();
         const grace = setTimeout(() => {
           http1.closeAllConnections();
@@ -138,6 +141,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         }, config.shutdownGraceMs);
         await Promise.all([closed, new Promise<void>((resolve) => http1.close(() => resolve())), new Promise<void>((resolve) => h2.close(() => resolve()))]);
         clearTimeout(grace);
+        clearInterval(sweep);
         for (const module of modules) await module.stop?.();
         await db.close();
       })();
