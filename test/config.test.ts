@@ -1,0 +1,80 @@
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('loadConfig', () => {
+  test('with an empty environment answers the documented defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      databaseUrl: undefined,
+      dataDir: './data',
+      migrate: true,
+      logLevel: 'info',
+      serviceName: 'user-account-service',
+      accessTokenTtlSeconds: 30 * 24 * 3600,
+      adminUsername: undefined,
+      adminPassword: undefined,
+      signInMaxFailures: 5,
+      signInWindowSeconds: 300,
+    });
+  });
+
+  test('reads every users-related variable', () => {
+    const config = loadConfig({
+      PORT: '5000',
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/app',
+      MIGRATE: 'false',
+      LOG_LEVEL: 'debug',
+      SERVICE_NAME: 'accounts',
+      ACCESS_TOKEN_TTL: '60',
+      ADMIN_USERNAME: 'root',
+      ADMIN_PASSWORD: 'long-enough',
+      SIGNIN_MAX_FAILURES: '3',
+      SIGNIN_WINDOW_SECONDS: '60',
+    });
+    expect(config).toMatchObject({
+      port: 5000,
+      databaseUrl: 'postgres://postgres@127.0.0.1:5432/app',
+      migrate: false,
+      logLevel: 'debug',
+      serviceName: 'accounts',
+      accessTokenTtlSeconds: 60,
+      adminUsername: 'root',
+      adminPassword: 'long-enough',
+      signInMaxFailures: 3,
+      signInWindowSeconds: 60,
+    });
+  });
+
+  test('treats an empty value as unset', () => {
+    expect(loadConfig({ PORT: '', ADMIN_USERNAME: '', ADMIN_PASSWORD: '' })).toMatchObject({ port: 8080, adminUsername: undefined });
+  });
+
+  const invalid: Array<[string, { given: Record<string, string>; want: string }]> = [
+    ['a PORT that is not a number', { given: { PORT: 'http' }, want: 'PORT' }],
+    ['a PORT with trailing junk', { given: { PORT: '8080x' }, want: 'PORT' }],
+    ['a negative PORT', { given: { PORT: '-1' }, want: 'PORT' }],
+    ['a PORT above 65535', { given: { PORT: '70000' }, want: 'PORT' }],
+    ['ADMIN_USERNAME without ADMIN_PASSWORD', { given: { ADMIN_USERNAME: 'root' }, want: 'ADMIN_PASSWORD' }],
+    ['ADMIN_PASSWORD without ADMIN_USERNAME', { given: { ADMIN_PASSWORD: 'long-enough' }, want: 'ADMIN_USERNAME' }],
+    ['an ADMIN_PASSWORD under 8 characters', { given: { ADMIN_USERNAME: 'root', ADMIN_PASSWORD: 'short' }, want: 'ADMIN_PASSWORD' }],
+    ['an unknown LOG_LEVEL', { given: { LOG_LEVEL: 'loud' }, want: 'LOG_LEVEL' }],
+    ['a MIGRATE that is not a boolean', { given: { MIGRATE: 'yes' }, want: 'MIGRATE' }],
+    ['a zero ACCESS_TOKEN_TTL', { given: { ACCESS_TOKEN_TTL: '0' }, want: 'ACCESS_TOKEN_TTL' }],
+    ['an ACCESS_TOKEN_TTL with a unit', { given: { ACCESS_TOKEN_TTL: '30d' }, want: 'ACCESS_TOKEN_TTL' }],
+    ['a zero SIGNIN_MAX_FAILURES', { given: { SIGNIN_MAX_FAILURES: '0' }, want: 'SIGNIN_MAX_FAILURES' }],
+    ['a fractional SIGNIN_WINDOW_SECONDS', { given: { SIGNIN_WINDOW_SECONDS: '1.5' }, want: 'SIGNIN_WINDOW_SECONDS' }],
+    ['a DATABASE_URL of another database', { given: { DATABASE_URL: 'mysql://root@localhost/app' }, want: 'DATABASE_URL' }],
+    ['TLS_CERT without TLS_KEY', { given: { TLS_CERT: '/tmp/cert.pem' }, want: 'TLS_KEY' }],
+  ];
+
+  test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {
+    let thrown: unknown;
+    try {
+      loadConfig(given);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as Error).message).toContain(want);
+  });
+});
