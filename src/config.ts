@@ -24,6 +24,19 @@ export interface Config {
   superuserPassword: string | undefined;
   /** Where the `Link: <…>; rel="deprecation"` header of every /v1 response points. */
   publishingDeprecationLink: string;
+  // --- cloud API (SPEC §5, docs/cloud-api.md) ---
+  /** Simulated duration of an asynchronous compute operation. */
+  computeWorkMs: number;
+  /** Completed operations older than this are deleted (running ones never). */
+  operationRetentionSeconds: number;
+  /** How long a worker's claim on an operation lasts without renewal; a crashed process's work is re-claimed after it. */
+  operationLeaseMs: number;
+  /** How often idle workers look for due work from other processes (local work wakes them at once). */
+  operationPollMs: number;
+  /** Instances per project. */
+  quotaInstancesPerProject: number;
+  /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
+  apiDomain: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -84,7 +97,35 @@ export function loadConfig(env: Env = process.env): Config {
     superuserEmail,
     superuserPassword,
     publishingDeprecationLink: optional(env, 'PUBLISHING_DEPRECATION_LINK') ?? '/docs/publishing.md',
+    // --- cloud API ---
+    computeWorkMs: integer(env, 'COMPUTE_WORK_MS', 300, 0, 3_600_000),
+    operationRetentionSeconds: duration(env, 'OPERATION_RETENTION', 7 * 24 * 3600),
+    operationLeaseMs: integer(env, 'OPERATION_LEASE_MS', 30_000, 100, 3_600_000),
+    operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
+    quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
+    apiDomain: apiDomain(env),
   };
+}
+
+/** A duration as whole seconds (`3600`) or with a unit (`90s`, `30m`, `12h`, `7d`). */
+function duration(env: Env, name: string, fallback: number): number {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  const match = /^(\d+)([smhd]?)$/.exec(raw);
+  if (!match) throw new ConfigError(`${name} must be seconds or a number with s, m, h or d (e.g. 7d), got "${raw}"`);
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] ?? ''] ?? 1;
+  const value = Number(match[1]) * unit;
+  if (value < 1 || value > 3650 * 86400) throw new ConfigError(`${name} must be between 1s and 3650d, got "${raw}"`);
+  return value;
+}
+
+function apiDomain(env: Env): string | undefined {
+  const raw = optional(env, 'API_DOMAIN');
+  if (raw === undefined) return undefined;
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw)) {
+    throw new ConfigError(`API_DOMAIN must be a DNS name (e.g. api.example.com), got "${raw}"`);
+  }
+  return raw.toLowerCase();
 }
 
 function optional(env: Env, name: string): string | undefined {

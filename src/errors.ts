@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'failed_precondition'
   | 'aborted'
   | 'resource_exhausted'
+  | 'unimplemented'
   | 'internal';
 
 /** One invalid input: `field` is a dotted path into the request. */
@@ -26,14 +27,29 @@ export interface AppErrorOptions {
   retryAfterSeconds?: number;
   /** The id of the resource the error is about, for error details. */
   resourceId?: string;
+  /** Structured data for error kinds that need more than a code (conflicts, quotas); renderers may ignore it. */
+  detail?: ErrorDetail;
   cause?: unknown;
 }
+
+/**
+ * What a client needs to react to some errors beyond their code: which operation holds a resource,
+ * which version is stored, which quota is full. Kept protocol-neutral; the cloud API renders it as
+ * a ServiceError detail.
+ */
+export type ErrorDetail =
+  | { kind: 'operation_conflict'; conflictingOperationId: string }
+  | { kind: 'resource_conflict' }
+  | { kind: 'bad_resource_state' }
+  | { kind: 'quota_failure'; quota: string; limit: number; requested: number }
+  | { kind: 'too_many_requests'; violation: string };
 
 export class AppError extends Error {
   override name = 'AppError';
   readonly violations: Violation[];
   readonly retryAfterSeconds: number | undefined;
   readonly resourceId: string | undefined;
+  readonly detail: ErrorDetail | undefined;
 
   constructor(
     readonly code: ErrorCode,
@@ -44,6 +60,7 @@ export class AppError extends Error {
     this.violations = options.violations ?? [];
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.resourceId = options.resourceId;
+    this.detail = options.detail;
   }
 }
 
@@ -57,6 +74,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   failed_precondition: 409,
   aborted: 409,
   resource_exhausted: 429,
+  unimplemented: 501,
   internal: 500,
 };
 

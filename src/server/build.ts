@@ -73,6 +73,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         return path;
       });
     } else if (isRpcPath(path)) {
+      // RPC interceptors read the request id from the request: hand them the one this response carries.
+      req.headers['x-request-id'] = requestId;
       rpc(req, res);
       route = path;
     } else if (req.httpVersionMajor === 1) {

@@ -1,5 +1,6 @@
 import type { ModuleContext, ServerModule } from './module.js';
 import { usersModule } from '../handlers/users-module.js';
+import { cloudModule } from '../handlers/cloud/cloud-module.js';
 import { publishingModule } from '../handlers/publishing-module.js';
 
 /**
@@ -10,5 +11,6 @@ export async function buildModules(ctx: ModuleContext) {
   const users = await usersModule(ctx);
   const modules: ServerModule[] = [users];
   modules.push(await publishingModule(ctx));
+  modules.push(cloudModule(ctx, { users: users.users }));
   return { modules, users: users.users };
 }

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 import * as createUsers from './20261122150000_create_users.js';
 import * as createPlatformSecrets from './20261122150100_create_platform_secrets.js';
+import * as createOperations from './20261122180000_create_operations.js';
+import * as createComputeInstances from './20261122180100_create_compute_instances.js';
 import * as createPublishing from './20261122160000_create_publishing.js';
 
 interface Migration {
@@ -15,6 +17,8 @@ interface Migration {
 const MIGRATIONS: Record<string, Migration> = {
   '20261122150000_create_users': createUsers,
   '20261122150100_create_platform_secrets': createPlatformSecrets,
+  '20261122180000_create_operations': createOperations,
+  '20261122180100_create_compute_instances': createComputeInstances,
   '20261122160000_create_publishing': createPublishing,
 };
 

@@ -1,0 +1,56 @@
+import { AppError } from '../errors.js';
+import type { UserService } from '../services/user-service.js';
+
+/**
+ * Who is calling the cloud API. Users sign in through the User Account API; service accounts
+ * (added by the IAM area) exchange a JWT for a token. Every rule asks `authorize`, never the kind.
+ */
+export type Principal =
+  | { kind: 'user'; /** `useraccount-<user id>` */ id: string; userId: string; isAdmin: boolean }
+  | { kind: 'service-account'; /** `serviceaccount-…` */ id: string; projectId: string };
+
+/** Turns a bearer token into a principal, or undefined when the token is not one it knows. */
+export type PrincipalResolver = (token: string) => Promise<Principal | undefined>;
+
+/** What a call does to resources: reads (Get, List) or changes them (every method returning an Operation). */
+export type Access = 'read' | 'mutate';
+
+/** Tries each resolver in order; no token, or a token none accepts → UNAUTHENTICATED. */
+export async function resolvePrincipal(resolvers: readonly PrincipalResolver[], authorization: string | null | undefined): Promise<Principal> {
+  const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+  if (!token) throw new AppError('unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
+  for (const resolve of resolvers) {
+    const principal = await resolve(token);
+    if (principal) return principal;
+  }
+  throw new AppError('unauthenticated', 'the bearer token is invalid or expired');
+}
+
+/**
+ * The one authorization rule of the cloud API (SPEC §5 "Who may call"): admins may do everything,
+ * other users may read; a service account may do everything inside its own project only.
+ * `projectId` is the project the resource lives in (its parent).
+ */
+export function authorize(principal: Principal, access: Access, projectId: string): void {
+  const allowed =
+    principal.kind === 'user' ? principal.isAdmin || access === 'read' : principal.projectId === projectId && projectId !== '';
+  if (!allowed) {
+    throw new AppError('permission_denied', `${principal.id} may not ${access === 'read' ? 'read' : 'change'} resources of ${projectId || 'this parent'}`, {
+      resourceId: projectId,
+    });
+  }
+}
+
+/** Accepts user access tokens from `POST /api/auth` (audience `account`) of users that still exist. */
+export function userPrincipalResolver(users: UserService): PrincipalResolver {
+  return async (token) => {
+    const caller = await users.authenticate(`Bearer ${token}`);
+    if (!caller) return undefined;
+    try {
+      const user = await users.get(caller, caller.userId);
+      return { kind: 'user', id: `useraccount-${user.id}`, userId: user.id, isAdmin: user.isAdmin };
+    } catch {
+      return undefined;
+    }
+  };
+}

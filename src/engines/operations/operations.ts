@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+import { OperationRepository, type OperationQuery, type OperationRow } from '../../store/repositories/operation-repository.js';
+
+/** What a service records when a mutation starts. */
+export interface NewOperation {
+  /** The api_service_name of the service (e.g. "compute"). */
+  service: string;
+  description: string;
+  /** The principal id of the caller. */
+  createdBy: string;
+  resourceId: string;
+  parentId: string;
+  /** The packed request (see packOperationRequest): secrets already cleared. */
+  request: Uint8Array;
+  /** Lowercase header name → values, e.g. `x-resetmask` in canonical form. */
+  requestHeaders?: Record<string, string[]>;
+  /** Background work that completes the operation; omit it (and pass `status`) for a synchronous one. */
+  work?: { kind: string; payload?: Record<string, unknown> };
+  /** The final status of a synchronous operation. */
+  status?: Uint8Array;
+}
+
+export const WORK_CHANNEL = 'cloud_operation_work';
+
+/** A new operation id, `operation-<opaque>`. */
+export function newOperationId(): string {
+  return `operation-${randomBytes(10).toString('hex')}`;
+}
+
+/**
+ * The operation store every cloud service shares: starting an operation (inside the caller's
+ * transaction, so the resource change and its operation commit together), reading and listing.
+ * Starting one wakes the local worker and, through NOTIFY, the other processes'.
+ */
+export class Operations {
+  readonly repository: OperationRepository;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly onEnqueue: () => void = () => undefined,
+  ) {
+    this.repository = new OperationRepository(knex);
+  }
+
+  /** Records an operation in `trx`; its work becomes claimable when `trx` commits. */
+  async begin(trx: Knex, operation: NewOperation): Promise<OperationRow> {
+    const synchronous = operation.work === undefined;
+    const row = await this.repository.insert(
+      {
+        id: newOperationId(),
+        service: operation.service,
+        description: operation.description,
+        created_by: operation.createdBy,
+        resource_id: operation.resourceId,
+        parent_id: operation.parentId,
+        request: operation.request,
+        request_headers: operation.requestHeaders ?? {},
+        status: operation.status ?? null,
+        progress: null,
+        kind: operation.work?.kind ?? null,
+        payload: operation.work?.payload ?? {},
+        state: synchronous ? 'done' : 'pending',
+        finished: synchronous,
+      },
+      trx,
+    );
+    if (!synchronous) {
+      await trx.raw('SELECT pg_notify(?, ?)', [WORK_CHANNEL, row.id]);
+      // The local worker is woken after commit, when the row is visible to its claim.
+      const maybeTrx = trx as Knex & { executionPromise?: Promise<unknown>; isTransaction?: boolean };
+      if (maybeTrx.isTransaction && maybeTrx.executionPromise) {
+        void maybeTrx.executionPromise.then(this.onEnqueue, () => undefined);
+      } else {
+        this.onEnqueue();
+      }
+    }
+    return row;
+  }
+
+  get(id: string, trx: Knex = this.knex): Promise<OperationRow | undefined> {
+    return this.repository.findById(id, trx);
+  }
+
+  list(query: OperationQuery, trx: Knex = this.knex): Promise<OperationRow[]> {
+    return this.repository.list(query, trx);
+  }
+
+  /** The id of a running operation of the resource, if any (callers lock the resource first). */
+  runningFor(resourceId: string, trx: Knex = this.knex): Promise<string | undefined> {
+    return this.repository.findRunning(resourceId, trx);
+  }
+}

@@ -1,0 +1,132 @@
+import type { DescService } from '@bufbuild/protobuf';
+import type { ConnectRouter, Interceptor, ServiceImpl } from '@connectrpc/connect';
+import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
+import { InstanceService as InstanceServiceDesc } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
+import type { ModuleContext, ServerModule } from '../../server/module.js';
+import type { UserService } from '../../services/user-service.js';
+import { userPrincipalResolver, type PrincipalResolver } from '../../auth/principal.js';
+import {
+  encodeStatus,
+  IdempotencyKeys,
+  OperationSweeper,
+  OperationWorker,
+  Operations,
+  toOperationMessage,
+  WORK_CHANNEL,
+  type WorkHandler,
+} from '../../engines/operations/index.js';
+import { InstanceService, type ParentCheck } from '../../services/compute/instance-service.js';
+import { OperationQueries } from '../../services/cloud/operation-queries.js';
+import { AppError } from '../../errors.js';
+import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor } from './interceptors.js';
+import { toRpcStatus } from './errors.js';
+import { invalidArgumentOnParseFailure } from './parse-errors.js';
+import { instanceServiceImpl } from './instance-service.js';
+import { operationServiceImpl } from './operation-service.js';
+
+export interface CloudModuleOptions {
+  users: UserService;
+  /** More token kinds (the IAM area's service-account tokens) after user tokens. */
+  extraResolvers?: PrincipalResolver[];
+  /** Whether a parent id names a project (default: any well-formed `project-…` id). */
+  parentExists?: ParentCheck;
+}
+
+export interface CloudModule extends ServerModule {
+  operations: Operations;
+  worker: OperationWorker;
+  sweeper: OperationSweeper;
+  instances: InstanceService;
+  /** Serves another cloud service behind the same interceptors (auth, endpoints, idempotency, errors). */
+  addService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>): void;
+  /** Registers the background work of another service's operations. */
+  addWorkHandlers(handlers: Record<string, WorkHandler>): void;
+}
+
+/**
+ * The cloud API (SPEC §5): OperationService and compute InstanceService over gRPC, gRPC-Web and
+ * Connect, every call through one interceptor chain — errors (outermost), endpoints (API_DOMAIN),
+ * auth, idempotency — and the operation worker and sweeper running in the background.
+ */
+export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): CloudModule {
+  const { config, db, logger } = ctx;
+  const handlers: Record<string, WorkHandler> = {};
+  let worker: OperationWorker | undefined;
+  const operations = new Operations(db.knex, () => worker?.wake());
+  worker = new OperationWorker({
+    knex: db.knex,
+    handlers,
+    workMs: config.computeWorkMs,
+    leaseMs: config.operationLeaseMs,
+    pollMs: config.operationPollMs,
+    failureStatus: (error, work) => encodeStatus(toRpcStatus(error, { service: serviceOfWork(work.kind), requestId: work.operationId })),
+    onError: (error, context) => logger.error({ err: error, context }, 'operation work failed'),
+  });
+  const sweeper = new OperationSweeper({
+    knex: db.knex,
+    retentionSeconds: config.operationRetentionSeconds,
+    intervalMs: Math.min(60_000, config.operationRetentionSeconds * 250),
+    onError: (error, context) => logger.error({ err: error, context }, 'operation sweep failed'),
+  });
+  const instances = new InstanceService(db.knex, operations, { quotaPerProject: config.quotaInstancesPerProject, parentExists: options.parentExists });
+  Object.assign(handlers, instances.workHandlers());
+  const keys = new IdempotencyKeys(db.knex);
+  const queries = new OperationQueries(operations);
+
+  const interceptors: Interceptor[] = [
+    createErrorInterceptor({ onInternal: (cause, requestId) => ctx.onError(cause, requestId) }),
+    createEndpointInterceptor({ apiDomain: config.apiDomain }),
+    createAuthInterceptor({ resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])] }),
+    createIdempotencyInterceptor({
+      keys,
+      loadOperation: async (id) => {
+        const row = await operations.get(id);
+        if (!row) throw new AppError('not_found', `operation ${id} not found`, { resourceId: id });
+        return toOperationMessage(row);
+      },
+    }),
+  ];
+  const services: Array<(router: ConnectRouter) => void> = [];
+  const addService = <T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>) => {
+    services.push((router) => {
+      const before = router.handlers.length;
+      router.service(service, implementation, { interceptors });
+      for (let index = before; index < router.handlers.length; index++) {
+        const handler = router.handlers[index];
+        if (handler) router.handlers[index] = invalidArgumentOnParseFailure(handler);
+      }
+    });
+  };
+  addService(OperationService, operationServiceImpl(queries));
+  addService(InstanceServiceDesc, instanceServiceImpl(instances));
+
+  let unlisten: (() => Promise<void>) | undefined;
+  return {
+    name: 'cloud',
+    operations,
+    worker,
+    sweeper,
+    instances,
+    addService,
+    addWorkHandlers: (more) => Object.assign(handlers, more),
+    rpc(router) {
+      for (const register of services) register(router);
+    },
+    async start() {
+      // Other processes' new work wakes this worker at once (PGlite: in-process notifications).
+      unlisten = await db.listen(WORK_CHANNEL, () => worker?.wake()).catch(() => undefined);
+      worker?.start();
+      sweeper.start();
+    },
+    async stop() {
+      await sweeper.stop();
+      await worker?.stop();
+      await unlisten?.();
+    },
+  };
+}
+
+/** The api_service_name behind a work kind (`compute.instance.create` → `compute`). */
+function serviceOfWork(kind: string): string {
+  return kind.split('.', 1)[0] ?? '';
+}

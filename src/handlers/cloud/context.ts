@@ -1,0 +1,25 @@
+import { createContextKey, type HandlerContext } from '@connectrpc/connect';
+import { AppError } from '../../errors.js';
+import type { Principal } from '../../auth/principal.js';
+
+/** The authenticated caller, set by the auth interceptor. */
+export const principalKey = createContextKey<Principal | undefined>(undefined, { description: 'cloud API principal' });
+
+/**
+ * The endpoint (`<api_service_name>` of `<api_service_name>.<API_DOMAIN>`) the request came in on,
+ * or undefined when API_DOMAIN is unset or the host is not under it (every service answers).
+ */
+export const endpointKey = createContextKey<string | undefined>(undefined, { description: 'cloud API endpoint' });
+
+/** The caller of a handler; the auth interceptor guarantees one on every cloud RPC. */
+export function principalOf(context: HandlerContext): Principal {
+  const principal = context.values.get(principalKey);
+  if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
+  return principal;
+}
+
+/** Headers recorded on operations (lowercase name → values). */
+export function recordedHeaders(header: Headers): Record<string, string[]> {
+  const key = header.get('x-idempotency-key');
+  return key === null ? {} : { 'x-idempotency-key': [key] };
+}

@@ -1,0 +1,127 @@
+import { toJson, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import type { Interceptor, UnaryResponse } from '@connectrpc/connect';
+import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
+import { AppError } from '../../errors.js';
+import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
+import { assertIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
+import { canonicalResetMaskHeader } from '../../engines/reset-mask/index.js';
+import { endpointKey, principalKey } from './context.js';
+import { apiServiceNameOf, toConnectError } from './errors.js';
+
+/** Services with this `api_service_name` answer on every endpoint (OperationService). */
+export const EVERY_ENDPOINT = '*';
+
+/**
+ * Outermost interceptor: renders every error of a cloud RPC as a ConnectError with a ServiceError
+ * detail (errors.ts), so services throw AppError and never think about the wire.
+ */
+export function createErrorInterceptor(options: { onInternal(cause: unknown, requestId: string): void }): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (error) {
+      const requestId = req.header.get('x-request-id') ?? '';
+      throw toConnectError(error, { service: apiServiceNameOf(req.service), requestId }, (cause) => options.onInternal(cause, requestId));
+    }
+  };
+}
+
+/** The endpoint name of a host under the API domain (`compute.api.example.com` → `compute`), port ignored. */
+export function endpointOfHost(url: string, apiDomain: string | undefined): string | undefined {
+  if (apiDomain === undefined) return undefined;
+  let host: string;
+  try {
+    host = new URL(url).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
+  const suffix = `.${apiDomain}`;
+  return host.endsWith(suffix) && host.length > suffix.length ? host.slice(0, -suffix.length) : undefined;
+}
+
+/**
+ * Virtual hosts (SPEC §5 Endpoints): on `<name>.<API_DOMAIN>` only services whose
+ * `api_service_name` is `<name>` (and "*" ones, which then see only that endpoint's operations)
+ * answer; others → UNIMPLEMENTED, as a server without the service would answer. Hosts outside the
+ * API domain (localhost, an IP) reach every service.
+ */
+export function createEndpointInterceptor(options: { apiDomain: string | undefined }): Interceptor {
+  return (next) => async (req) => {
+    const endpoint = endpointOfHost(req.url, options.apiDomain);
+    if (endpoint !== undefined) {
+      const name = apiServiceNameOf(req.service);
+      if (name !== EVERY_ENDPOINT && name !== endpoint) {
+        throw new AppError('unimplemented', `${req.service.typeName} is not served on ${endpoint}.${options.apiDomain}; use ${name}.${options.apiDomain}`);
+      }
+      req.contextValues.set(endpointKey, endpoint);
+    }
+    return next(req);
+  };
+}
+
+/** Every cloud RPC needs `Authorization: Bearer`; the principal goes into the context for handlers. */
+export function createAuthInterceptor(options: { resolvers: readonly PrincipalResolver[] }): Interceptor {
+  return (next) => async (req) => {
+    const principal = await resolvePrincipal(options.resolvers, req.header.get('authorization'));
+    req.contextValues.set(principalKey, principal);
+    return next(req);
+  };
+}
+
+/** Mutating methods are exactly those that return an Operation (SPEC §5). */
+export function isMutatingMethod(output: DescMessage): boolean {
+  return output.typeName === OperationSchema.typeName;
+}
+
+/** JSON with object keys sorted, so equal messages hash equally whatever their map order. */
+function stableStringify(value: JsonValue): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${stableStringify(value[key] as JsonValue)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function maskForHash(header: string | null): string {
+  if (header === null) return '';
+  try {
+    return canonicalResetMaskHeader(header) ?? '';
+  } catch {
+    return `raw:${header}`;
+  }
+}
+
+/**
+ * `X-Idempotency-Key` on every mutating method: the same key from the same principal on the same
+ * method answers with the same Operation (its current state) and the work runs once, also for
+ * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it.
+ */
+export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; loadOperation(id: string): Promise<Operation> }): Interceptor {
+  return (next) => async (req) => {
+    if (req.stream || !isMutatingMethod(req.method.output)) return next(req);
+    const key = req.header.get('x-idempotency-key');
+    if (key === null) return next(req);
+    assertIdempotencyKey(key);
+    const principal = req.contextValues.get(principalKey);
+    if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
+    const method = `/${req.service.typeName}/${req.method.name}`;
+    const hash = requestHash(method, stableStringify(toJson(req.method.input, req.message)), maskForHash(req.header.get('x-resetmask')));
+    let response: UnaryResponse | undefined;
+    const result = await options.keys.run({ principal: principal.id, method, key }, hash, async () => {
+      const answer = await next(req);
+      if (answer.stream) throw new Error('a mutating method must be unary');
+      response = answer;
+      return (answer.message as Operation).id;
+    });
+    if (!result.replayed && response) return response;
+    const replay: UnaryResponse = {
+      stream: false,
+      service: req.service,
+      method: req.method,
+      header: new Headers({ 'x-idempotent-replay': 'true' }),
+      trailer: new Headers(),
+      message: await options.loadOperation(result.operationId),
+    };
+    return replay;
+  };
+}

@@ -1,0 +1,35 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../../errors.js';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 1000;
+
+/** 0 → the default; above the maximum → the maximum; negative → INVALID_ARGUMENT. */
+export function pageSize(requested: bigint | number): number {
+  const size = Number(requested);
+  if (size < 0) throw new AppError('invalid_argument', 'page_size must not be negative', { violations: [{ field: 'page_size', message: 'must not be negative' }] });
+  if (size === 0) return DEFAULT_PAGE_SIZE;
+  return Math.min(size, MAX_PAGE_SIZE);
+}
+
+function scopeTag(scope: string): string {
+  return createHash('sha256').update(scope).digest('base64url').slice(0, 8);
+}
+
+/**
+ * An opaque keyset cursor: the last row's `seq`, bound to the query it came from (a token of one
+ * list does not page another).
+ */
+export function encodePageToken(scope: string, seq: number): string {
+  return Buffer.from(`${scopeTag(scope)}:${seq}`).toString('base64url');
+}
+
+/** The `seq` of a page token; empty → undefined; malformed or foreign → INVALID_ARGUMENT. */
+export function decodePageToken(scope: string, token: string): number | undefined {
+  if (token === '') return undefined;
+  const match = /^([A-Za-z0-9_-]{8}):(\d{1,15})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
+  if (!match || match[1] !== scopeTag(scope)) {
+    throw new AppError('invalid_argument', 'page_token is not a token of this list', { violations: [{ field: 'page_token', message: 'is malformed or belongs to another query' }] });
+  }
+  return Number(match[2]);
+}

@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+
+/** Who sent which key to which method: the identity of one idempotent request. */
+export interface IdempotencyScope {
+  principal: string;
+  method: string;
+  key: string;
+}
+
+export interface IdempotencyRow extends IdempotencyScope {
+  request_hash: string;
+  operation_id: string | null;
+  created_at: Date;
+}
+
+/** SQL for idempotency keys; the primary key (principal, method, key) decides which request wins. */
+export class IdempotencyRepository {
+  constructor(private readonly knex: Knex) {}
+
+  /** Inserts the key; false when it already exists (another request with the key came first). */
+  async claim(scope: IdempotencyScope, requestHash: string, trx: Knex = this.knex): Promise<boolean> {
+    const rows = await trx('idempotency_keys')
+      .insert({ ...scope, request_hash: requestHash })
+      .onConflict(['principal', 'method', 'key'])
+      .ignore()
+      .returning('key');
+    return rows.length > 0;
+  }
+
+  async find(scope: IdempotencyScope, trx: Knex = this.knex): Promise<IdempotencyRow | undefined> {
+    const row = await trx('idempotency_keys').select('*').where(scope).first();
+    return row ? { ...row, created_at: new Date(row.created_at) } : undefined;
+  }
+
+  async setOperation(scope: IdempotencyScope, operationId: string, trx: Knex = this.knex): Promise<void> {
+    await trx('idempotency_keys').where(scope).update({ operation_id: operationId });
+  }
+
+  /** Forgets a key whose first request failed, so a retry runs again (errors are not operations). */
+  async release(scope: IdempotencyScope, trx: Knex = this.knex): Promise<void> {
+    await trx('idempotency_keys').where(scope).whereNull('operation_id').delete();
+  }
+
+  /** Takes over a key whose first request never finished (its process died); false when someone else did. */
+  async takeOver(scope: IdempotencyScope, olderThan: Date, trx: Knex = this.knex): Promise<boolean> {
+    const count = await trx('idempotency_keys')
+      .where(scope)
+      .whereNull('operation_id')
+      .where('created_at', '<', olderThan)
+      .update({ created_at: trx.fn.now() });
+    return count > 0;
+  }
+
+  async deleteCreatedBefore(cutoff: Date, trx: Knex = this.knex): Promise<number> {
+    return trx('idempotency_keys').where('created_at', '<', cutoff).delete();
+  }
+}

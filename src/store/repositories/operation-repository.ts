@@ -1,0 +1,165 @@
+import type { Knex } from 'knex';
+
+/** An operation as stored: the client-visible fields plus its background work. */
+export interface OperationRow {
+  id: string;
+  seq: number;
+  service: string;
+  description: string;
+  created_by: string;
+  resource_id: string;
+  parent_id: string;
+  request: Uint8Array;
+  request_headers: Record<string, string[]>;
+  status: Uint8Array | null;
+  progress: Uint8Array | null;
+  created_at: Date;
+  finished_at: Date | null;
+  kind: string | null;
+  payload: Record<string, unknown>;
+  state: 'pending' | 'running' | 'done';
+}
+
+/** A claimed piece of background work. */
+export interface ClaimedWorkRow {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+  resource_id: string;
+  parent_id: string;
+  attempts: number;
+}
+
+export interface OperationQuery {
+  resourceId?: string;
+  parentId?: string;
+  /** Only operations started by these services; undefined means every service. */
+  services?: readonly string[] | undefined;
+  /** Only operations older than this `seq` (keyset pagination, newest first). */
+  beforeSeq?: number | undefined;
+  limit: number;
+}
+
+const COLUMNS = [
+  'id', 'seq', 'service', 'description', 'created_by', 'resource_id', 'parent_id', 'request', 'request_headers',
+  'status', 'progress', 'created_at', 'finished_at', 'kind', 'payload', 'state',
+] as const;
+
+/** SQL for operations and their work items; every method takes an optional transaction. */
+export class OperationRepository {
+  constructor(private readonly knex: Knex) {}
+
+  async insert(row: Omit<OperationRow, 'seq' | 'created_at' | 'finished_at'> & { finished: boolean }, trx: Knex = this.knex): Promise<OperationRow> {
+    const { finished, ...values } = row;
+    const [created] = await trx('operations')
+      .insert({
+        ...values,
+        request: Buffer.from(values.request),
+        status: values.status ? Buffer.from(values.status) : null,
+        progress: values.progress ? Buffer.from(values.progress) : null,
+        request_headers: JSON.stringify(values.request_headers),
+        payload: JSON.stringify(values.payload),
+        finished_at: finished ? trx.fn.now() : null,
+      })
+      .returning(COLUMNS);
+    return normalize(created);
+  }
+
+  async findById(id: string, trx: Knex = this.knex): Promise<OperationRow | undefined> {
+    const row = await trx('operations').select(COLUMNS).where({ id }).first();
+    return row ? normalize(row) : undefined;
+  }
+
+  /** Newest first, `limit` rows at most. */
+  async list(query: OperationQuery, trx: Knex = this.knex): Promise<OperationRow[]> {
+    const builder = trx('operations').select(COLUMNS).orderBy('seq', 'desc').limit(query.limit);
+    if (query.resourceId !== undefined) builder.where('resource_id', query.resourceId);
+    if (query.parentId !== undefined) builder.where('parent_id', query.parentId);
+    if (query.services !== undefined) builder.whereIn('service', [...query.services]);
+    if (query.beforeSeq !== undefined) builder.where('seq', '<', query.beforeSeq);
+    return (await builder).map(normalize);
+  }
+
+  /** The id of a running operation of the resource, if any. */
+  async findRunning(resourceId: string, trx: Knex = this.knex): Promise<string | undefined> {
+    const row = await trx('operations').select('id').where('resource_id', resourceId).whereNull('status').orderBy('seq').first();
+    return row?.id;
+  }
+
+  /**
+   * Claims the oldest open work item nobody holds (or whose holder's lease ran out). SKIP LOCKED
+   * lets several processes claim at once without waiting on each other.
+   */
+  async claim(workerId: string, leaseMs: number, trx: Knex = this.knex): Promise<ClaimedWorkRow | undefined> {
+    const result = await trx.raw(
+      `UPDATE operations SET state = 'running', claimed_by = ?, claimed_until = now() + (?::int * interval '1 millisecond'), attempts = attempts + 1
+       WHERE id = (
+         SELECT id FROM operations
+         WHERE state <> 'done' AND kind IS NOT NULL AND (claimed_until IS NULL OR claimed_until < now())
+         ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED
+       )
+       RETURNING id, kind, payload, resource_id, parent_id, attempts`,
+      [workerId, leaseMs],
+    );
+    const row = (result.rows as ClaimedWorkRow[])[0];
+    return row ? { ...row, payload: row.payload ?? {} } : undefined;
+  }
+
+  /** Extends a claim; false when it is no longer this worker's (the lease ran out and another took it). */
+  async renew(id: string, workerId: string, leaseMs: number, trx: Knex = this.knex): Promise<boolean> {
+    const count = await trx('operations')
+      .where({ id, claimed_by: workerId, state: 'running' })
+      .update({ claimed_until: trx.raw("now() + (?::int * interval '1 millisecond')", [leaseMs]) });
+    return count > 0;
+  }
+
+  /** Locks a claimed item for completion; false when another worker holds it now. */
+  async lockClaimed(id: string, workerId: string, trx: Knex): Promise<boolean> {
+    const row = await trx('operations').select('id').where({ id, claimed_by: workerId, state: 'running' }).forUpdate().first();
+    return row !== undefined;
+  }
+
+  async finish(id: string, status: Uint8Array, trx: Knex = this.knex): Promise<void> {
+    await trx('operations')
+      .where({ id })
+      .update({ state: 'done', status: Buffer.from(status), finished_at: trx.fn.now(), claimed_by: null, claimed_until: null });
+  }
+
+  /** Gives back every claim of a worker that stops, so another process picks the work up at once. */
+  async release(workerId: string, trx: Knex = this.knex): Promise<number> {
+    return trx('operations').where({ claimed_by: workerId, state: 'running' }).update({ state: 'pending', claimed_by: null, claimed_until: null });
+  }
+
+  /**
+   * Deletes up to `limit` completed operations finished before `cutoff`, except those an
+   * idempotency key still answers with; running operations are never touched.
+   */
+  async deleteFinishedBefore(cutoff: Date, keysSince: Date, limit: number, trx: Knex = this.knex): Promise<number> {
+    const result = await trx.raw(
+      `DELETE FROM operations WHERE id IN (
+         SELECT o.id FROM operations o
+         WHERE o.status IS NOT NULL AND o.state = 'done' AND o.finished_at < ?
+           AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.operation_id = o.id AND k.created_at >= ?)
+         LIMIT ? FOR UPDATE SKIP LOCKED
+       )`,
+      [cutoff, keysSince, limit],
+    );
+    return result.rowCount ?? result.affectedRows ?? 0;
+  }
+}
+
+function bytes(value: unknown): Uint8Array | null {
+  if (value === null || value === undefined) return null;
+  return new Uint8Array(Buffer.from(value as Uint8Array));
+}
+
+function normalize(row: Record<string, unknown>): OperationRow {
+  return {
+    ...(row as unknown as OperationRow),
+    request: bytes(row.request) ?? new Uint8Array(),
+    status: bytes(row.status),
+    progress: bytes(row.progress),
+    created_at: new Date(row.created_at as string | Date),
+    finished_at: row.finished_at ? new Date(row.finished_at as string | Date) : null,
+  };
+}

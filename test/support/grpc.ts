@@ -1,0 +1,102 @@
+import * as grpc from '@grpc/grpc-js';
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { ServiceErrorSchema, type ServiceError } from '../../generated/proto/cloud/common/v1/error_pb.js';
+import { StatusSchema, type Status } from '../../generated/proto/google/rpc/status_pb.js';
+
+/** A failed call as a grpc-js client sees it, with the ServiceError decoded from `grpc-status-details-bin`. */
+export class GrpcCallError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    readonly details: string,
+    readonly metadata: grpc.Metadata,
+    readonly status: Status | undefined,
+    readonly serviceError: ServiceError | undefined,
+  ) {
+    super(`${grpc.status[code]}: ${details}`);
+  }
+}
+
+export interface CallOptions {
+  token?: string;
+  headers?: Record<string, string | string[]>;
+}
+
+export interface CallResult<O> {
+  message: O;
+  headers: grpc.Metadata;
+}
+
+/**
+ * A plain @grpc/grpc-js client (h2c, no proto-loader): requests and responses are encoded with the
+ * generated protobuf-es schemas, exactly as a client written from the protos alone would.
+ */
+export class GrpcTestClient {
+  readonly client: grpc.Client;
+
+  constructor(url: string, channelOptions: grpc.ChannelOptions = {}) {
+    const address = new URL(url).host;
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), channelOptions);
+  }
+
+  call<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    options: CallOptions = {},
+  ): Promise<CallResult<MessageShape<O>>> {
+    return this.callRaw(method, toBinary(method.input, create(method.input, request)), options);
+  }
+
+  /** Sends exact bytes as the request message (for malformed-input tests). */
+  callRaw<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, bytes: Uint8Array, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+    const metadata = new grpc.Metadata();
+    if (options.token) metadata.set('authorization', `Bearer ${options.token}`);
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      for (const item of Array.isArray(value) ? value : [value]) metadata.add(name, item);
+    }
+    const path = `/${method.parent.typeName}/${method.name}`;
+    return new Promise((resolve, reject) => {
+      let headers = new grpc.Metadata();
+      const call = this.client.makeUnaryRequest(
+        path,
+        (value: Uint8Array) => Buffer.from(value),
+        (buffer: Buffer) => fromBinary(method.output, buffer),
+        bytes,
+        metadata,
+        {},
+        (error, message) => {
+          if (error) {
+            reject(toCallError(error));
+            return;
+          }
+          resolve({ message: message as MessageShape<O>, headers });
+        },
+      );
+      call.on('metadata', (received) => {
+        headers = received;
+      });
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+function toCallError(error: grpc.ServiceError): GrpcCallError {
+  const raw = error.metadata?.get('grpc-status-details-bin')[0];
+  const status = raw instanceof Buffer ? fromBinary(StatusSchema, raw) : undefined;
+  const serviceError = status?.details.map((any) => anyUnpack(any, ServiceErrorSchema)).find((value) => value !== undefined);
+  return new GrpcCallError(error.code, error.details, error.metadata ?? new grpc.Metadata(), status, serviceError);
+}
+
+/** Awaits a call that must fail and returns its error. */
+export async function expectGrpcError(promise: Promise<unknown>): Promise<GrpcCallError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof GrpcCallError) return error;
+    throw error;
+  }
+  throw new Error('the call succeeded but should have failed');
+}
