@@ -1,0 +1,51 @@
+/**
+ * `npm run publishing:create-superuser -- --email root@example.com --password '…' [--name 'Root']`
+ * Creates a superuser of the Article Publishing API in the configured store: PostgreSQL when
+ * DATABASE_URL is set, the embedded PGlite in DATA_DIR otherwise (stop a server using that PGlite
+ * directory first: it is single-process). Runs pending migrations unless MIGRATE=false.
+ * Exits 0 when created, 1 when the email is already taken, 2 on bad arguments.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { AppError } from '../src/errors.js';
+import { migrateLatest, openDatabase } from '../src/store/database.js';
+import { TokenService } from '../src/auth/token-service.js';
+import { WriterService } from '../src/services/publishing/writer-service.js';
+
+function usage(message: string): never {
+  process.stderr.write(`${message}\nusage: npm run publishing:create-superuser -- --email <email> --password <password> [--name <name>]\n`);
+  process.exit(2);
+}
+
+let values: { email?: string; password?: string; name?: string };
+try {
+  ({ values } = parseArgs({ options: { email: { type: 'string' }, password: { type: 'string' }, name: { type: 'string' } }, strict: true }));
+} catch (error) {
+  usage(error instanceof Error ? error.message : String(error));
+}
+if (!values.email || !values.password) usage('--email and --password are required');
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) usage(`configuration error: ${error.message}`);
+  throw error;
+}
+const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+try {
+  if (config.migrate) await migrateLatest(db.knex);
+  const writers = new WriterService(db.knex, await TokenService.create(db.knex), config.accessTokenTtlSeconds);
+  const created = await writers.ensureSuperuser(values.email, values.password, values.name ?? 'Superuser');
+  process.stdout.write(created ? `created superuser ${values.email}\n` : `a user with email ${values.email} already exists; nothing changed\n`);
+  process.exitCode = created ? 0 : 1;
+} catch (error) {
+  if (error instanceof AppError && error.code === 'invalid_argument') {
+    process.stderr.write(`invalid: ${error.violations.map((v) => `${v.field} ${v.message}`).join('; ')}\n`);
+    process.exitCode = 2;
+  } else {
+    throw error;
+  }
+} finally {
+  await db.close();
+}
