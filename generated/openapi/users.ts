@@ -261,7 +261,7 @@ export interface components {
                  * @description Seconds to wait.
                  * @example 120
                  */
-                "Retry-After"?: number;
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
