@@ -37,6 +37,20 @@ export interface Config {
   quotaInstancesPerProject: number;
   /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
   apiDomain: string | undefined;
+  // --- webhook inspector (SPEC §4, docs/webhooks.md) ---
+  /** Bytes of a captured body that are stored; the rest is counted in `size` and dropped (`truncated`). */
+  webhookMaxBody: number;
+  /** Captured requests kept per route; the oldest are dropped first. */
+  webhookMaxRequests: number;
+  /** Lifetime of a route created without `ttlSeconds`. */
+  webhookDefaultTtlSeconds: number;
+  /** How often expired routes are swept (each process tries; one claims each route). */
+  webhookSweepIntervalSeconds: number;
+  /** Group commit: a batch is written after this many ms or `webhookBatchRows` captures, whichever is first. */
+  webhookBatchMs: number;
+  webhookBatchRows: number;
+  /** Base URL used in `url`/`inspectUrl` answers; by default derived from the request's Host header. */
+  webhookPublicUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -104,7 +118,22 @@ export function loadConfig(env: Env = process.env): Config {
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
     apiDomain: apiDomain(env),
+    // --- webhook inspector ---
+    webhookMaxBody: integer(env, 'WEBHOOK_MAX_BODY', 1024 * 1024, 0, 64 * 1024 * 1024),
+    webhookMaxRequests: integer(env, 'WEBHOOK_MAX_REQUESTS', 500, 1, 10_000_000),
+    webhookDefaultTtlSeconds: integer(env, 'WEBHOOK_DEFAULT_TTL', 7 * 24 * 3600, 1, 30 * 24 * 3600),
+    webhookSweepIntervalSeconds: integer(env, 'WEBHOOK_SWEEP_INTERVAL', 60, 1, 86400),
+    webhookBatchMs: integer(env, 'WEBHOOK_BATCH_MS', 2, 0, 1000),
+    webhookBatchRows: integer(env, 'WEBHOOK_BATCH_ROWS', 500, 1, 5000),
+    webhookPublicUrl: webhookPublicUrl(env),
   };
+}
+
+function webhookPublicUrl(env: Env): string | undefined {
+  const raw = optional(env, 'WEBHOOK_PUBLIC_URL');
+  if (raw === undefined) return undefined;
+  if (!/^https?:\/\/[^/\s]+(\/[^\s]*)?$/.test(raw)) throw new ConfigError(`WEBHOOK_PUBLIC_URL must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
 }
 
 /** A duration as whole seconds (`3600`) or with a unit (`90s`, `30m`, `12h`, `7d`). */

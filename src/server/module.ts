@@ -34,6 +34,11 @@ export interface ServerModule {
   router?: express.Router;
   /** Contract engines, by contract name, for response validation in tests. */
   restApis?: Record<string, RestApi>;
+  /**
+   * Called as shutdown begins, before in-flight requests are awaited: end endless responses (event
+   * streams) so the server can close without waiting for the grace period.
+   */
+  drain?(): void;
   /** Starts background work once the server is built. */
   start?(): Promise<void> | void;
   /** Stops background work on shutdown, before the store closes. */

@@ -2,6 +2,7 @@ import type { ModuleContext, ServerModule } from './module.js';
 import { usersModule } from '../handlers/users-module.js';
 import { cloudModule } from '../handlers/cloud/cloud-module.js';
 import { publishingModule } from '../handlers/publishing-module.js';
+import { webhooksModule } from '../handlers/webhooks-module.js';
 
 /**
  * Every API family of the server, in the order their paths are matched. Add a module here and the
@@ -11,6 +12,7 @@ export async function buildModules(ctx: ModuleContext) {
   const users = await usersModule(ctx);
   const modules: ServerModule[] = [users];
   modules.push(await publishingModule(ctx));
+  modules.push(await webhooksModule(ctx));
   modules.push(cloudModule(ctx, { users: users.users }));
   return { modules, users: users.users };
 }

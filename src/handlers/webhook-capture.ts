@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines/webhook-capture/index.js';
+import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
+import type { RouteRow } from '../store/repositories/webhook-repository.js';
+import type { WebhookService } from '../services/webhook-service.js';
+import { problem } from './webhooks.js';
+
+/** `/<uuid>` or `/<uuid>/<anything>`: the capture endpoint. */
+export const CAPTURE_PATH = /^\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?:\/|$)/;
+
+/**
+ * The capture endpoint on plain node:http (HTTP/1.1 and HTTP/2 alike): no framework and no body
+ * parser sit in front, so the bytes are the ones the sender wrote. The sender is answered with the
+ * route's response only after the capture is committed (group commit in WebhookService).
+ */
+export function createCaptureHandler(webhooks: WebhookService, maxBody: number, onError: (error: unknown, requestId: string) => void) {
+  return async function handleCapture(req: NodeRequest, res: NodeResponse, requestId: string, routeId: string): Promise<string> {
+    const receivedAt = new Date();
+    let route: RouteRow | null;
+    const found = webhooks.routes.lookup(routeId.toLowerCase());
+    try {
+      route = found instanceof Promise ? await found : found;
+    } catch (error) {
+      onError(error, requestId);
+      req.resume();
+      reply(res, req.method, problem(503, 'try again'));
+      return '/{routeId}';
+    }
+    if (!route) {
+      // Nothing is read or stored for an unknown route; the rest of the body is discarded.
+      req.resume();
+      reply(res, req.method, problem(404, 'No such route (it may have expired).'));
+      return '/{routeId}';
+    }
+    const body = await readCapped(req, maxBody);
+    if (!body) return '/{routeId}'; // the client went away before the body was complete
+    const record = captureWebhookRequest({
+      id: randomUUID(),
+      routeId: route.id,
+      receivedAt,
+      method: req.method ?? 'GET',
+      target: req.url ?? '/',
+      rawHeaders: req.rawHeaders,
+      body,
+      remoteAddress: req.socket?.remoteAddress,
+      httpVersion: req.httpVersion,
+    });
+    let outcome;
+    try {
+      outcome = await webhooks.capture(record);
+    } catch (error) {
+      onError(error, requestId);
+      reply(res, req.method, problem(503, 'try again'));
+      return '/{routeId}';
+    }
+    if (outcome === 'route_gone') {
+      reply(res, req.method, problem(404, 'No such route (it may have expired).'));
+    } else if (route.response) {
+      const headers: Record<string, string> = { ...route.response.headers };
+      if (route.response.body !== '' && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'text/plain; charset=utf-8';
+      reply(res, req.method, { status: route.response.status, headers, body: Buffer.from(route.response.body, 'utf8') });
+    } else {
+      reply(res, req.method, { status: 200, body: { ok: true, requestId: record.id } });
+    }
+    return '/{routeId}';
+  };
+}
+
+/** Reads the body, keeping the first `limit` bytes; undefined when the request was aborted. */
+function readCapped(req: NodeRequest, limit: number): Promise<BodyBytes | undefined> {
+  return new Promise((resolve) => {
+    const collector = new BodyCollector(limit);
+    req.on('data', (chunk: Buffer) => collector.push(chunk));
+    req.once('end', () => resolve(collector.finish()));
+    req.once('error', () => resolve(undefined));
+    req.once('aborted', () => resolve(undefined));
+  });
+}
+
+function reply(res: NodeResponse, method: string | undefined, answer: RestReply): void {
+  if (res.headersSent || res.destroyed) return;
+  let payload: Buffer;
+  const headers: Record<string, string | number> = { ...answer.headers };
+  if (Buffer.isBuffer(answer.body)) {
+    payload = answer.body;
+  } else if (answer.body !== undefined) {
+    payload = Buffer.from(JSON.stringify(answer.body));
+    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
+  } else {
+    payload = Buffer.alloc(0);
+  }
+  const noBody = method === 'HEAD' || answer.status === 204 || answer.status === 304;
+  if (answer.status !== 204 && answer.status !== 304) headers['content-length'] = payload.length;
+  (res as ServerResponse).writeHead(answer.status, headers);
+  if (noBody) res.end();
+  else res.end(payload);
+}

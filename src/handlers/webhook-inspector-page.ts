@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
+import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
+import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import type { LiveFeed } from '../services/webhook-live-feed.js';
+import type { WebhookService } from '../services/webhook-service.js';
+import type { StoredCapture } from '../store/repositories/webhook-repository.js';
+import { baseUrlOf, PROBLEM_CONTENT_TYPE, problem } from './webhooks.js';
+import type { Config } from '../config.js';
+
+/**
+ * No inline script or style, no third-party origin: the page's own script and stylesheet come from
+ * `/inspect-assets/`, and captured content is only ever inserted as text.
+ */
+export const INSPECTOR_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const PAGE_HEADERS = {
+  'content-security-policy': INSPECTOR_CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  // The route id in the URL is the capability: never send it to another site as a Referer.
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+const ASSETS: Record<string, { file: string; type: string }> = {
+  '/inspect-assets/inspector.js': { file: 'inspector.js', type: 'text/javascript; charset=utf-8' },
+  '/inspect-assets/inspector.css': { file: 'inspector.css', type: 'text/css; charset=utf-8' },
+};
+
+/** Replayed on reconnect (Last-Event-ID) at most; older captures are on the JSON pages. */
+const REPLAY_LIMIT = 100;
+const HEARTBEAT_MS = 15_000;
+
+/** The browser side of the inspector: `GET /inspect`, the HTML page, its assets and the event stream. */
+export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, config: Config) {
+  const assets = new Map(
+    Object.entries(ASSETS).map(([path, asset]) => [path, { body: readFileSync(new URL(`./webhook-inspector-assets/${asset.file}`, import.meta.url)), type: asset.type }]),
+  );
+  const streams = new Set<() => void>();
+
+  return {
+    /** Serves `/inspect-assets/*`; undefined when the path is not an asset. */
+    asset(path: string, res: NodeResponse): boolean {
+      const asset = assets.get(path);
+      if (!asset) return false;
+      write(res, 200, { 'content-type': asset.type, 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }, asset.body);
+      return true;
+    },
+
+    /** `GET /inspect`: a new route with the defaults, and a redirect to its page. */
+    async openNew(req: NodeRequest, res: NodeResponse): Promise<void> {
+      const route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers));
+      write(res, 302, { location: `/inspect/${route.routeId}`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }, Buffer.alloc(0));
+    },
+
+    /** The HTML page of one route; the script fills it from the JSON API and the event stream. */
+    async page(routeId: string, res: NodeResponse): Promise<void> {
+      const route = await webhooks.repository.findLiveRoute(routeId.toLowerCase());
+      if (!route) {
+        write(res, 404, { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, Buffer.from(shell('Route not found', '<main><h1>Route not found</h1><p>This route does not exist or has expired. <a href="/inspect">Create a new one</a>.</p></main>')));
+        return;
+      }
+      const body = shell(
+        'Webhook inspector',
+        `<header><h1>Webhook inspector</h1>
+<p>Send any request to <code id="capture-url"></code> <button type="button" id="copy-url">Copy</button></p>
+<p class="meta">Expires <time id="expires-at" datetime="${route.expiresAt.toISOString()}">${route.expiresAt.toISOString()}</time> · <span id="live-status">connecting…</span> · <button type="button" id="delete-route">Delete route</button></p></header>
+<main><p id="empty">No requests yet. Try: <code id="curl-example"></code></p><ol id="requests" reversed></ol><button type="button" id="load-more" hidden>Load older requests</button></main>`,
+        route.id,
+      );
+      write(res, 200, { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, Buffer.from(body));
+    },
+
+    /** `GET /inspect/<id>/stream`: Server-Sent Events, one `data:` line of capture JSON per capture. */
+    async stream(routeId: string, req: NodeRequest, res: NodeResponse): Promise<void> {
+      const route = await webhooks.repository.findLiveRoute(routeId.toLowerCase());
+      if (!route) {
+        const reply = problem(404, 'No such route (it may have expired).');
+        write(res, 404, { 'content-type': PROBLEM_CONTENT_TYPE }, Buffer.from(JSON.stringify(reply.body)));
+        return;
+      }
+      const out = res as ServerResponse;
+      out.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store, no-transform',
+        'x-accel-buffering': 'no',
+        'x-content-type-options': 'nosniff',
+      });
+      out.write('retry: 2000\n: connected\n\n');
+      const sent = new Set<number>();
+      let backlog: StoredCapture[] | undefined = [];
+      const send = (capture: StoredCapture) => {
+        if (sent.has(capture.seq)) return;
+        sent.add(capture.seq);
+        out.write(`id: ${capture.seq}\ndata: ${JSON.stringify(describeCapturedRequest(capture))}\n\n`);
+      };
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        clearInterval(heartbeat);
+        unsubscribe();
+        streams.delete(end);
+        if (!res.writableEnded) res.end();
+      };
+      const unsubscribe = feed.subscribe(route.id, {
+        onCapture: (capture) => (backlog ? backlog.push(capture) : send(capture)),
+        onRouteGone: end,
+      });
+      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      streams.add(end);
+      req.once('close', end);
+      res.once('close', end);
+      const lastEventId = Number(req.headers['last-event-id']);
+      if (Number.isSafeInteger(lastEventId) && lastEventId >= 0) {
+        for (const capture of await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT)) send(capture);
+      }
+      const pending = backlog;
+      backlog = undefined;
+      for (const capture of pending) send(capture);
+    },
+
+    /** Ends every open event stream (shutdown must not wait for endless responses). */
+    closeStreams(): void {
+      for (const end of [...streams]) end();
+    },
+  };
+}
+
+function shell(title: string, content: string, routeId?: string): string {
+  const data = routeId ? ` data-route-id="${routeId.replace(/[^0-9a-f-]/g, '')}"` : '';
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title}</title>
+<link rel="stylesheet" href="/inspect-assets/inspector.css">
+<script src="/inspect-assets/inspector.js" defer></script>
+</head>
+<body${data}>
+${content}
+</body>
+</html>
+`;
+}
+
+function write(res: NodeResponse, status: number, headers: Record<string, string>, body: Buffer): void {
+  (res as ServerResponse).writeHead(status, { ...headers, 'content-length': body.length });
+  res.end(body);
+}

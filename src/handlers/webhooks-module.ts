@@ -1,0 +1,109 @@
+import { ROOT } from '../server/paths.js';
+import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
+import type { ModuleContext, ServerModule } from '../server/module.js';
+import { WebhookService } from '../services/webhook-service.js';
+import { LiveFeed } from '../services/webhook-live-feed.js';
+import { WebhookSweeper } from '../services/webhook-sweeper.js';
+import { WEBHOOK_CHANNEL } from '../store/repositories/webhook-repository.js';
+import { renderWebhookApiError, webhookApiHandlers } from './webhooks.js';
+import { CAPTURE_PATH, createCaptureHandler } from './webhook-capture.js';
+import { createInspectorPages } from './webhook-inspector-page.js';
+
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
+
+/**
+ * The webhook inspector (SPEC §4, contracts/openapi/webhooks.yaml). Capture runs on plain node:http
+ * for speed and byte fidelity; the JSON operations go through the contract engine; the HTML page,
+ * its assets, `GET /inspect` and the event stream are served here directly.
+ */
+export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService; sweeper: WebhookSweeper }> {
+  const { config, db } = ctx;
+  const webhooks = new WebhookService(db.knex, config, (error) => ctx.onError(error, 'webhook-writer'));
+  const feed = new LiveFeed({
+    load: (routeId, seqs) => webhooks.repository.capturesBySeq(routeId, seqs),
+    onRouteGone: (routeId) => webhooks.routes.invalidate(routeId),
+    onError: (error) => ctx.onError(error, 'webhook-feed'),
+  });
+  const sweeper = new WebhookSweeper(webhooks.repository, config.webhookSweepIntervalSeconds * 1000, (error) => ctx.onError(error, 'webhook-sweeper'));
+  const api = restrictCaptureOperations(
+    await createRestApi({
+      contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
+      handlers: webhookApiHandlers(webhooks, config),
+      renderError: renderWebhookApiError,
+      onError: ctx.onError,
+    }),
+  );
+  const capture = createCaptureHandler(webhooks, config.webhookMaxBody, ctx.onError);
+  const pages = createInspectorPages(webhooks, feed, config);
+  let unlisten: (() => Promise<void>) | undefined;
+
+  async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
+    const url = req.url ?? '/';
+    const queryAt = url.indexOf('?');
+    const path = queryAt === -1 ? url : url.slice(0, queryAt);
+    const captured = CAPTURE_PATH.exec(path);
+    if (captured) return capture(req, res, requestId, captured[1]!);
+    const method = req.method ?? 'GET';
+    if (method === 'GET' || method === 'HEAD') {
+      if (pages.asset(path, res)) return '/inspect-assets/*';
+      if (path === '/inspect' || path === '/inspect/') {
+        await pages.openNew(req, res);
+        return '/inspect';
+      }
+      const page = PAGE_OR_STREAM.exec(path);
+      if (page && page[2]) {
+        await pages.stream(page[1]!, req, res);
+        return '/inspect/{routeId}/stream';
+      }
+      if (page && !/json/i.test(String(req.headers.accept ?? ''))) {
+        await pages.page(page[1]!, res);
+        return '/inspect/{routeId}';
+      }
+    }
+    return api.handle(req, res, requestId);
+  }
+
+  return {
+    name: 'webhooks',
+    webhooks,
+    sweeper,
+    http: {
+      matches: (path) => CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
+      handle,
+    },
+    restApis: { webhooks: api },
+    async start() {
+      unlisten = await db.listen(WEBHOOK_CHANNEL, (payload) => feed.notify(payload));
+      sweeper.start();
+    },
+    drain() {
+      pages.closeStreams();
+    },
+    async stop() {
+      feed.closeAll();
+      await sweeper.stop();
+      await webhooks.writer.stop();
+      await unlisten?.();
+    },
+  };
+}
+
+/**
+ * OpenAPI path templates cannot say "the first segment is a UUID", so `/{routeId}` would also
+ * match `/healthz` or another API's paths when a test asks which contract a path belongs to. The
+ * capture operations only match when the path really starts with a UUID.
+ */
+function restrictCaptureOperations(rest: RestApi): RestApi {
+  const router = rest.api.router;
+  const match = router.matchOperation.bind(router);
+  router.matchOperation = ((request: Parameters<typeof match>[0], strict?: boolean) => {
+    const operation = match(request, strict as never);
+    if (operation && operation.path.startsWith('/{routeId}') && !CAPTURE_PATH.test(request.path)) {
+      if (strict) throw new Error('404-notFound: no route matches request');
+      return undefined;
+    }
+    return operation;
+  }) as typeof router.matchOperation;
+  return rest;
+}

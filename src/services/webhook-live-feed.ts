@@ -1,0 +1,78 @@
+import type { StoredCapture } from '../store/repositories/webhook-repository.js';
+
+/** One open event stream of one route. */
+export interface FeedSubscriber {
+  onCapture(capture: StoredCapture): void;
+  /** The route was deleted or swept: the stream should end. */
+  onRouteGone(): void;
+}
+
+export interface LiveFeedOptions {
+  /** Loads the captures a notification names (the payload carries ids only). */
+  load(routeId: string, seqs: number[]): Promise<StoredCapture[]>;
+  /** Told when a route was deleted or swept anywhere (e.g. to drop it from the route cache). */
+  onRouteGone?(routeId: string): void;
+  onError?(error: unknown): void;
+}
+
+/**
+ * Fans captures out to the event streams open on this process. Every process LISTENs on one
+ * channel; the capture transaction NOTIFYs `c <routeId> <seq,seq,…>` and route deletion
+ * `d <routeId>`, so a capture on any process reaches streams on all of them. Payloads carry ids
+ * only (NOTIFY is limited to 8000 bytes): a process loads the rows once per notification, and only
+ * for routes someone here is watching.
+ */
+export class LiveFeed {
+  private readonly subscribers = new Map<string, Set<FeedSubscriber>>();
+  /** Loads per route run one after another, so events keep their commit order. */
+  private readonly chains = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: LiveFeedOptions) {}
+
+  subscribe(routeId: string, subscriber: FeedSubscriber): () => void {
+    let set = this.subscribers.get(routeId);
+    if (!set) {
+      set = new Set();
+      this.subscribers.set(routeId, set);
+    }
+    set.add(subscriber);
+    return () => {
+      set.delete(subscriber);
+      if (set.size === 0 && this.subscribers.get(routeId) === set) this.subscribers.delete(routeId);
+    };
+  }
+
+  /** Ends every stream (shutdown). */
+  closeAll(): void {
+    for (const set of this.subscribers.values()) for (const subscriber of set) subscriber.onRouteGone();
+    this.subscribers.clear();
+  }
+
+  /** Handles one NOTIFY payload. */
+  notify(payload: string): void {
+    const [kind, routeId, list] = payload.split(' ');
+    if (!routeId) return;
+    if (kind === 'd') {
+      this.options.onRouteGone?.(routeId);
+      const set = this.subscribers.get(routeId);
+      this.subscribers.delete(routeId);
+      for (const subscriber of set ?? []) subscriber.onRouteGone();
+      return;
+    }
+    if (kind !== 'c' || !list || !this.subscribers.has(routeId)) return;
+    const seqs = list.split(',').map(Number).filter(Number.isSafeInteger);
+    const previous = this.chains.get(routeId) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.options.load(routeId, seqs))
+      .then((captures) => {
+        for (const capture of captures) {
+          for (const subscriber of this.subscribers.get(routeId) ?? []) subscriber.onCapture(capture);
+        }
+      })
+      .catch((error: unknown) => this.options.onError?.(error))
+      .finally(() => {
+        if (this.chains.get(routeId) === next) this.chains.delete(routeId);
+      });
+    this.chains.set(routeId, next);
+  }
+}

@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { components } from '../../generated/openapi/webhooks.js';
+import type { Config } from '../config.js';
+import { AppError, type Violation } from '../errors.js';
+import { describeCapturedRequest, type CapturedRecord, type CapturedRequestView } from '../engines/webhook-capture/index.js';
+import { WebhookRepository, type RouteResponseConfig, type RouteRow, type StoredCapture } from '../store/repositories/webhook-repository.js';
+import { CaptureWriter, type CaptureOutcome } from './webhook-capture-writer.js';
+import { RouteCache } from './webhook-route-cache.js';
+
+type CreateRouteRequest = components['schemas']['CreateRouteRequest'];
+type Route = components['schemas']['Route'];
+type Inspection = components['schemas']['Inspection'];
+
+/** Routes live at most 30 days (SPEC §4). */
+export const MAX_TTL_SECONDS = 30 * 24 * 3600;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Headers that frame the message or the connection: the server sets them, a route may not. */
+const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'http2-settings', 'x-request-id']);
+
+/**
+ * Rules of the webhook inspector: route lifetime and sender responses, capture (through the route
+ * cache and the group-commit writer), inspection with cursor pages, and deletion.
+ */
+export class WebhookService {
+  readonly repository: WebhookRepository;
+  readonly routes: RouteCache;
+  readonly writer: CaptureWriter;
+
+  constructor(
+    knex: Knex,
+    private readonly config: Config,
+    onError: (error: unknown) => void = () => undefined,
+  ) {
+    this.repository = new WebhookRepository(knex);
+    this.routes = new RouteCache((id) => this.repository.findLiveRoute(id));
+    this.writer = new CaptureWriter({
+      store: (records) => this.repository.storeBatch(records, config.webhookMaxRequests),
+      batchMs: config.webhookBatchMs,
+      batchRows: config.webhookBatchRows,
+      onError,
+    });
+  }
+
+  /** Creates a route; `baseUrl` is where this server is reached (for the `url`s in the answer). */
+  async createRoute(input: CreateRouteRequest | undefined, baseUrl: string): Promise<Route> {
+    const ttlSeconds = input?.ttlSeconds ?? this.config.webhookDefaultTtlSeconds;
+    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) {
+      throw invalid([{ field: 'ttlSeconds', message: `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}` }]);
+    }
+    const response = input?.response ? checkedResponse(input.response) : null;
+    const createdAt = new Date();
+    const route: RouteRow = { id: randomUUID(), createdAt, expiresAt: new Date(createdAt.getTime() + ttlSeconds * 1000), response };
+    await this.repository.insertRoute(route);
+    this.routes.remember(route.id, route);
+    return {
+      routeId: route.id,
+      url: `${baseUrl}/${route.id}`,
+      inspectUrl: `${baseUrl}/inspect/${route.id}`,
+      createdAt: route.createdAt.toISOString(),
+      expiresAt: route.expiresAt.toISOString(),
+    };
+  }
+
+  /** The live route (from the cache when fresh), or a not_found error. */
+  async liveRoute(routeId: string): Promise<RouteRow> {
+    const route = await this.routes.lookup(routeId.toLowerCase());
+    if (!route) throw new AppError('not_found', 'No such route (it may have expired).');
+    return route;
+  }
+
+  /** Stores a capture; resolves once it is committed. */
+  capture(record: CapturedRecord): Promise<CaptureOutcome> {
+    return this.writer.write(record);
+  }
+
+  /** One page of captures, newest first; `next` is the cursor for the older page, or null. */
+  async inspect(routeId: string, limit: number, before: string | undefined): Promise<Inspection> {
+    const route = await this.freshRoute(routeId);
+    const beforeSeq = before === undefined ? undefined : Number(before);
+    if (beforeSeq !== undefined && !Number.isSafeInteger(beforeSeq)) throw invalid([{ field: 'before', message: 'is not a cursor from this API' }]);
+    const rows = await this.repository.listCaptures(route.id, limit + 1, beforeSeq);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      routeId: route.id,
+      createdAt: route.createdAt.toISOString(),
+      expiresAt: route.expiresAt.toISOString(),
+      items: page.map(describeCapturedRequest),
+      next: rows.length > limit && last ? String(last.seq) : null,
+    };
+  }
+
+  async getCapture(routeId: string, requestId: string): Promise<StoredCapture> {
+    const route = await this.freshRoute(routeId);
+    const capture = await this.repository.findCapture(route.id, requestId.toLowerCase());
+    if (!capture) throw new AppError('not_found', 'No such captured request.');
+    return capture;
+  }
+
+  async describeCapture(routeId: string, requestId: string): Promise<CapturedRequestView> {
+    return describeCapturedRequest(await this.getCapture(routeId, requestId));
+  }
+
+  async deleteCapture(routeId: string, requestId: string): Promise<void> {
+    const route = await this.freshRoute(routeId);
+    if (!(await this.repository.deleteCapture(route.id, requestId.toLowerCase()))) throw new AppError('not_found', 'No such captured request.');
+  }
+
+  /** Deletes a route: this process stops capturing at once, others on the NOTIFY (or within the cache bound). */
+  async deleteRoute(routeId: string): Promise<void> {
+    const id = routeId.toLowerCase();
+    const deleted = await this.repository.deleteRoute(id);
+    this.routes.invalidate(id);
+    if (!deleted) throw new AppError('not_found', 'No such route (it may have expired).');
+  }
+
+  /** Captures after a stream's Last-Event-ID, for a resuming event stream. */
+  capturesAfter(routeId: string, afterSeq: number, limit: number): Promise<StoredCapture[]> {
+    return this.repository.capturesAfter(routeId, afterSeq, limit);
+  }
+
+  /** Reads go to the database, not the cache: inspection must never show a deleted route. */
+  private async freshRoute(routeId: string): Promise<RouteRow> {
+    const route = await this.repository.findLiveRoute(routeId.toLowerCase());
+    if (!route) throw new AppError('not_found', 'No such route (it may have expired).');
+    return route;
+  }
+}
+
+function checkedResponse(input: NonNullable<CreateRouteRequest['response']>): RouteResponseConfig {
+  const violations: Violation[] = [];
+  const status = input.status ?? 200;
+  if (!Number.isInteger(status) || status < 200 || status > 599) violations.push({ field: 'response.status', message: 'must be from 200 to 599' });
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers ?? {})) {
+    const field = `response.headers.${name}`;
+    if (!HEADER_NAME.test(name)) violations.push({ field, message: 'is not a valid header name' });
+    else if (RESERVED_HEADERS.has(name.toLowerCase())) violations.push({ field, message: 'is set by the server and cannot be configured' });
+    else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) violations.push({ field, message: 'must be single-line text' });
+    else headers[name] = value;
+  }
+  if (violations.length > 0) throw invalid(violations);
+  return { status, headers, body: input.body ?? '' };
+}
+
+function invalid(violations: Violation[]): AppError {
+  return new AppError('invalid_argument', 'Bad Request', { violations });
+}
