@@ -21,7 +21,7 @@ export interface CloudServer {
 
 /** A server with an admin and a non-admin user, and a grpc-js client over h2c. */
 export async function startCloudServer(env: Record<string, string> = {}): Promise<CloudServer> {
-  const server = await startServer({ COMPUTE_WORK_MS: '20', OPERATION_POLL_MS: '50', ...env });
+  const server = await startServer({ COMPUTE_WORK_MS: '20', OPERATION_POLL_MS: '50', SHUTDOWN_GRACE_MS: '300', ...env });
   const admin = await bootstrapAdmin(server);
   const reader = await createAccount(server, admin, 'reader');
   const grpc = new GrpcTestClient(server.url);
@@ -60,7 +60,7 @@ export async function createInstance(cloud: CloudServer, name: string, spec: Rec
 /** Builds and starts another server over an existing database; closing it leaves the database open. */
 export async function startServerOn(db: Database, env: Record<string, string> = {}): Promise<{ app: App; url: string; close(): Promise<void> }> {
   const shared: Database = { ...db, close: async () => undefined };
-  const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env }), { database: shared });
+  const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', SHUTDOWN_GRACE_MS: '300', ...env }), { database: shared });
   const port = await app.listen(0, '127.0.0.1');
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }

@@ -12,6 +12,8 @@ export class GrpcCallError extends Error {
     readonly metadata: grpc.Metadata,
     readonly status: Status | undefined,
     readonly serviceError: ServiceError | undefined,
+    /** The response headers (empty for a trailers-only response). */
+    readonly headers: grpc.Metadata = new grpc.Metadata(),
   ) {
     super(`${grpc.status[code]}: ${details}`);
   }
@@ -66,7 +68,7 @@ export class GrpcTestClient {
         {},
         (error, message) => {
           if (error) {
-            reject(toCallError(error));
+            reject(toCallError(error, headers));
             return;
           }
           resolve({ message: message as MessageShape<O>, headers });
@@ -83,11 +85,11 @@ export class GrpcTestClient {
   }
 }
 
-function toCallError(error: grpc.ServiceError): GrpcCallError {
+function toCallError(error: grpc.ServiceError, headers: grpc.Metadata): GrpcCallError {
   const raw = error.metadata?.get('grpc-status-details-bin')[0];
   const status = raw instanceof Buffer ? fromBinary(StatusSchema, raw) : undefined;
   const serviceError = status?.details.map((any) => anyUnpack(any, ServiceErrorSchema)).find((value) => value !== undefined);
-  return new GrpcCallError(error.code, error.details, error.metadata ?? new grpc.Metadata(), status, serviceError);
+  return new GrpcCallError(error.code, error.details, error.metadata ?? new grpc.Metadata(), status, serviceError, headers);
 }
 
 /** Awaits a call that must fail and returns its error. */

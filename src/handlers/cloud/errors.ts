@@ -117,11 +117,13 @@ export function toConnectError(error: unknown, origin: ErrorOrigin, onInternal?:
     const code = (Object.entries(GRPC_CODE).find(([, value]) => value === error.code)?.[0] ?? 'internal') as ErrorCode;
     if (code === 'internal') onInternal?.(error);
     const detail = serviceErrorOf(new AppError(code, error.rawMessage), origin);
+    if (origin.requestId) error.metadata.set('x-request-id', origin.requestId);
     return new ConnectError(code === 'internal' ? INTERNAL_MESSAGE : error.rawMessage, error.code, error.metadata, [{ desc: ServiceErrorSchema, value: detail }]);
   }
   const appError = toAppError(error);
   if (appError.code === 'internal') onInternal?.(appError.cause ?? appError);
-  const metadata = new Headers();
+  // Also in trailers: some gRPC clients surface only the trailers of a failed call.
+  const metadata = new Headers(origin.requestId ? { 'x-request-id': origin.requestId } : {});
   if (appError.retryAfterSeconds !== undefined) metadata.set('retry-after', String(appError.retryAfterSeconds));
   return new ConnectError(publicMessage(appError), GRPC_CODE[appError.code], metadata, [{ desc: ServiceErrorSchema, value: serviceErrorOf(appError, origin) }]);
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { affectedRows } from '../affected-rows.js';
 
 /** Who sent which key to which method: the identity of one idempotent request. */
 export interface IdempotencyScope {
@@ -43,15 +44,15 @@ export class IdempotencyRepository {
 
   /** Takes over a key whose first request never finished (its process died); false when someone else did. */
   async takeOver(scope: IdempotencyScope, olderThan: Date, trx: Knex = this.knex): Promise<boolean> {
-    const count = await trx('idempotency_keys')
+    const result: unknown = await trx('idempotency_keys')
       .where(scope)
       .whereNull('operation_id')
       .where('created_at', '<', olderThan)
       .update({ created_at: trx.fn.now() });
-    return count > 0;
+    return affectedRows(result) > 0;
   }
 
   async deleteCreatedBefore(cutoff: Date, trx: Knex = this.knex): Promise<number> {
-    return trx('idempotency_keys').where('created_at', '<', cutoff).delete();
+    return affectedRows(await trx('idempotency_keys').where('created_at', '<', cutoff).delete());
   }
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { affectedRows } from '../affected-rows.js';
 
 /** An operation as stored: the client-visible fields plus its background work. */
 export interface OperationRow {
@@ -107,10 +108,10 @@ export class OperationRepository {
 
   /** Extends a claim; false when it is no longer this worker's (the lease ran out and another took it). */
   async renew(id: string, workerId: string, leaseMs: number, trx: Knex = this.knex): Promise<boolean> {
-    const count = await trx('operations')
+    const result: unknown = await trx('operations')
       .where({ id, claimed_by: workerId, state: 'running' })
       .update({ claimed_until: trx.raw("now() + (?::int * interval '1 millisecond')", [leaseMs]) });
-    return count > 0;
+    return affectedRows(result) > 0;
   }
 
   /** Locks a claimed item for completion; false when another worker holds it now. */
@@ -127,7 +128,7 @@ export class OperationRepository {
 
   /** Gives back every claim of a worker that stops, so another process picks the work up at once. */
   async release(workerId: string, trx: Knex = this.knex): Promise<number> {
-    return trx('operations').where({ claimed_by: workerId, state: 'running' }).update({ state: 'pending', claimed_by: null, claimed_until: null });
+    return affectedRows(await trx('operations').where({ claimed_by: workerId, state: 'running' }).update({ state: 'pending', claimed_by: null, claimed_until: null }));
   }
 
   /**
@@ -144,7 +145,7 @@ export class OperationRepository {
        )`,
       [cutoff, keysSince, limit],
     );
-    return result.rowCount ?? result.affectedRows ?? 0;
+    return affectedRows(result);
   }
 }
 
