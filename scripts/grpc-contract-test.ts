@@ -1,0 +1,167 @@
+/**
+ * The gRPC half of the contract test: `buf curl` (a client that knows nothing but contracts/proto)
+ * calls every RPC of the cloud API over gRPC (h2c, prior knowledge) against a live server, and
+ * checks the answers: responses decode with the contract's schema, mutations return running
+ * Operations that complete, errors carry a `cloud.common.v1.ServiceError` detail.
+ *
+ * Standalone: `node --import tsx scripts/grpc-contract-test.ts` (exit code 0 = pass). The dredd
+ * runner can call `runGrpcContract()` and print its lines in its summary.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '../src/config.js';
+import { build } from '../src/server/build.js';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const ADMIN = { name: 'grpc-contract-admin', password: 'grpc-contract-password' };
+
+export interface GrpcContractOutcome {
+  contract: string;
+  ok: boolean;
+  lines: string[];
+}
+
+interface CurlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function bufCurl(url: string, method: string, body: unknown, headers: Record<string, string>): Promise<CurlResult> {
+  const args = ['curl', '--schema', 'contracts/proto', '--protocol', 'grpc', '--http2-prior-knowledge'];
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
+  args.push('-d', JSON.stringify(body), `${url}/${method}`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(ROOT, 'node_modules/.bin/buf'), args, { cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function freshStore(): Promise<{ env: Record<string, string>; remove(): Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const name = `cfs_grpc_contract_${randomBytes(6).toString('hex')}`;
+    await adminQuery(url, `CREATE DATABASE ${name}`);
+    const dbUrl = new URL(url);
+    dbUrl.pathname = `/${name}`;
+    return { env: { DATABASE_URL: dbUrl.toString() }, remove: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'cfs-grpc-contract-'));
+  return { env: { DATABASE_URL: '', DATA_DIR: dir }, remove: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Runs every cloud RPC through buf curl against a fresh server; never throws for a failed check. */
+export async function runGrpcContract(): Promise<GrpcContractOutcome> {
+  const lines: string[] = [];
+  let checks = 0;
+  const failures: string[] = [];
+  const check = (name: string, ok: boolean, detail = '') => {
+    checks++;
+    if (!ok) failures.push(`failed: ${name}${detail ? ` — ${detail}` : ''}`);
+  };
+  const store = await freshStore();
+  try {
+    const config = loadConfig({
+      ...process.env,
+      LOG_LEVEL: process.env.CONTRACT_LOG_LEVEL ?? 'warn',
+      MIGRATE: 'true',
+      COMPUTE_WORK_MS: '50',
+      OPERATION_POLL_MS: '50',
+      ADMIN_USERNAME: ADMIN.name,
+      ADMIN_PASSWORD: ADMIN.password,
+      ...store.env,
+    });
+    const app = await build(config);
+    try {
+      const port = await app.listen(0, '127.0.0.1');
+      const url = `http://127.0.0.1:${port}`;
+      console.log(`\n=== cloud gRPC: buf curl against ${url}`);
+      const signIn = await fetch(`${url}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) });
+      const { accessToken } = (await signIn.json()) as { accessToken: string };
+      const auth = { Authorization: `Bearer ${accessToken}` };
+      const call = async (method: string, body: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> => {
+        const result = await bufCurl(url, method, body, { ...auth, ...headers });
+        check(`${method} succeeds`, result.code === 0, result.stderr.trim());
+        return result.code === 0 && result.stdout.trim() !== '' ? (JSON.parse(result.stdout) as Record<string, unknown>) : {};
+      };
+      const expectError = async (method: string, body: unknown, code: string, headers: Record<string, string> = auth) => {
+        const result = await bufCurl(url, method, body, headers);
+        let parsed: { code?: string; details?: Array<{ type?: string }> } = {};
+        try {
+          parsed = JSON.parse(result.stderr) as typeof parsed;
+        } catch {
+          parsed = {};
+        }
+        check(`${method} answers ${code}`, result.code !== 0 && parsed.code === code, result.stderr.trim());
+        check(`${method} ${code} carries a ServiceError`, (parsed.details ?? []).some((detail) => detail.type === 'cloud.common.v1.ServiceError'), result.stderr.trim());
+      };
+      const waitDone = async (id: string) => {
+        for (let attempt = 0; attempt < 100; attempt++) {
+          const operation = await call('cloud.common.v1.OperationService/Get', { id });
+          if (operation.status !== undefined) return operation;
+        }
+        check(`operation ${id} completes`, false);
+        return {};
+      };
+      const parentId = 'project-contract';
+      const I = 'cloud.compute.v1.InstanceService';
+
+      await call(`${I}/List`, { parentId });
+      const created = await call(`${I}/Create`, { metadata: { parentId, name: 'contract-vm' }, spec: { description: 'made by buf curl' } }, { 'X-Idempotency-Key': 'contract-create-000000000001' });
+      check('Create returns a running Operation', typeof created.id === 'string' && created.status === undefined, JSON.stringify(created));
+      const resourceId = String(created.resourceId ?? '');
+      await waitDone(String(created.id));
+      const instance = await call(`${I}/Get`, { id: resourceId });
+      check('the created instance is RUNNING', (instance.status as { state?: string } | undefined)?.state === 'STATE_RUNNING', JSON.stringify(instance));
+      await call(`${I}/GetByName`, { parentId, name: 'contract-vm' });
+      const updated = await call(`${I}/Update`, { metadata: { id: resourceId }, spec: {} }, { 'X-ResetMask': 'spec.description' });
+      check('Update records the canonical mask', JSON.stringify(updated.requestHeaders ?? {}).includes('spec.description'), JSON.stringify(updated));
+      await waitDone(String(updated.id));
+      for (const method of ['Stop', 'Start']) await waitDone(String((await call(`${I}/${method}`, { id: resourceId })).id));
+      await call(`${I}/ListOperationsByParent`, { parentId });
+      const history = await call('cloud.common.v1.OperationService/List', { resourceId });
+      check('OperationService.List shows every operation', Array.isArray(history.operations) && history.operations.length === 4, JSON.stringify(history));
+      await waitDone(String((await call(`${I}/Delete`, { id: resourceId })).id));
+
+      await expectError(`${I}/Get`, { id: resourceId }, 'not_found');
+      await expectError(`${I}/Create`, { metadata: { parentId } }, 'invalid_argument');
+      await expectError(`${I}/List`, { parentId }, 'unauthenticated', {});
+      await expectError(`${I}/Update`, { metadata: { id: resourceId } }, 'invalid_argument', { ...auth, 'X-ResetMask': 'spec.(' });
+    } finally {
+      await app.close();
+    }
+  } catch (error) {
+    failures.push(`crashed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  } finally {
+    await store.remove();
+  }
+  lines.push(`${checks} checks: ${checks - failures.length} passed, ${failures.length} failed`, ...failures);
+  return { contract: 'cloud gRPC (buf curl)', ok: failures.length === 0, lines };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const outcome = await runGrpcContract();
+  console.log(`${outcome.ok ? 'PASS' : 'FAIL'} ${outcome.contract}: ${outcome.lines[0] ?? ''}`);
+  for (const line of outcome.lines.slice(1)) console.log(`     ${line}`);
+  process.exitCode = outcome.ok ? 0 : 1;
+}
