@@ -135,7 +135,8 @@ export function contractsModule(): ServerModule {
       return path;
     }
     res.writeHead(200, { ...headers, 'content-length': String(found.body.length) });
-    res.end(req.method === 'HEAD' ? undefined : found.body);
+    if (req.method === 'HEAD') res.end();
+    else res.end(found.body);
     return path;
   };
 

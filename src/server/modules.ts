@@ -3,6 +3,7 @@ import { usersModule } from '../handlers/users-module.js';
 import { cloudModule } from '../handlers/cloud/cloud-module.js';
 import { publishingModule } from '../handlers/publishing-module.js';
 import { webhooksModule } from '../handlers/webhooks-module.js';
+import { contractsModule } from '../handlers/contracts-module.js';
 
 /**
  * Every API family of the server, in the order their paths are matched. Add a module here and the
@@ -14,5 +15,6 @@ export async function buildModules(ctx: ModuleContext) {
   modules.push(await publishingModule(ctx));
   modules.push(await webhooksModule(ctx));
   modules.push(cloudModule(ctx, { users: users.users }));
+  modules.push(contractsModule()); // /openapi, /graphql/*.graphql, /docs, gRPC reflection of every service above
   return { modules, users: users.users };
 }
