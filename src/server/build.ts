@@ -3,7 +3,8 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import type { ConnectRouter } from '@connectrpc/connect';
+import { createServiceImplSpec, type ConnectRouter } from '@connectrpc/connect';
+import { createGrpcUnaryHandler, type RegisteredService } from './grpc-unary.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { openDatabase, migrateLatest, type Database } from '../store/database.js';
@@ -49,11 +50,38 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
   const expressApp = createExpressApp({ db, tokens, isReady: () => ready, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
+  // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path.
+  const registered: RegisteredService[] = [];
   const rpc = connectNodeAdapter({
     routes: (router: ConnectRouter) => {
-      for (const module of modules) module.rpc?.(router);
+      for (const module of modules) {
+        const recording: ConnectRouter = {
+          get handlers() {
+            return router.handlers;
+          },
+          service(service, implementation, options) {
+            const shape = module.shapeRpcError?.bind(module);
+            registered.push({
+              spec: createServiceImplSpec(service, implementation),
+              interceptors: options?.interceptors ?? [],
+              shapeError: shape && ((error, requestId) => shape(error, service, requestId)),
+            });
+            router.service(service, implementation, options);
+            return recording;
+          },
+          rpc(method, implementation, options) {
+            router.rpc(method, implementation, options);
+            return recording;
+          },
+        };
+        module.rpc?.(recording);
+      }
     },
   });
+  const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, grpcStatus?: number) => {
+    logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+  };
+  const grpcUnary = createGrpcUnaryHandler({ services: registered });
 
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();
@@ -86,14 +114,24 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       route = 'unmatched';
     }
     res.once('finish', () => {
-      void Promise.resolve(route).then((template) => {
-        logger.info({ requestId, method: req.method, route: template, status: res.statusCode, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
-      });
+      void Promise.resolve(route).then((template) => logRequest(requestId, req.method, template, res.statusCode, started));
     });
   };
 
   const http1 = http.createServer({ keepAliveTimeout: 5000 }, dispatch);
-  const h2 = http2.createServer({}, dispatch);
+  // HTTP/2 streams: native unary gRPC takes the fast path; everything else goes through Node's
+  // compatibility API (req/res) of a second, never-listening server to the same dispatcher.
+  const h2Compat = http2.createServer({}, dispatch);
+  const h2 = http2.createServer({});
+  h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    if (grpcUnary.accepts(headers)) {
+      const started = performance.now();
+      const requestId = requestIdOf(headers['x-request-id']);
+      grpcUnary.handle(stream, headers, requestId, (code) => logRequest(requestId, 'POST', headers[':path'] ?? '', 200, started, code));
+    } else {
+      h2Compat.emit('stream', stream, headers, flags, rawHeaders);
+    }
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on('session', (session) => {
     sessions.add(session);

@@ -1,5 +1,6 @@
 import type express from 'express';
-import type { ConnectRouter } from '@connectrpc/connect';
+import type { ConnectError, ConnectRouter } from '@connectrpc/connect';
+import type { DescService } from '@bufbuild/protobuf';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Database } from '../store/database.js';
@@ -30,6 +31,11 @@ export interface ServerModule {
   };
   /** Connect / gRPC / gRPC-Web services. */
   rpc?(router: ConnectRouter): void;
+  /**
+   * Shapes an RPC error raised before the service's interceptors run (an unparsable request on the
+   * native gRPC path) the way this module's interceptors shape errors.
+   */
+  shapeRpcError?(error: ConnectError, service: DescService, requestId: string): ConnectError;
   /** Express routes (HTTP/1.1) for pages and endpoints no contract engine serves. */
   router?: express.Router;
   /** Contract engines, by contract name, for response validation in tests. */

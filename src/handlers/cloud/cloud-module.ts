@@ -19,7 +19,7 @@ import { InstanceService, type ParentCheck } from '../../services/compute/instan
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
 import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor } from './interceptors.js';
-import { toRpcStatus } from './errors.js';
+import { apiServiceNameOf, toConnectError, toRpcStatus } from './errors.js';
 import { invalidArgumentOnParseFailure } from './parse-errors.js';
 import { instanceServiceImpl } from './instance-service.js';
 import { operationServiceImpl } from './operation-service.js';
@@ -112,6 +112,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     rpc(router) {
       for (const register of services) register(router);
     },
+    shapeRpcError: (error, service, requestId) => toConnectError(error, { service: apiServiceNameOf(service), requestId }),
     async start() {
       // Other processes' new work wakes this worker at once (PGlite: in-process notifications).
       unlisten = await db.listen(WORK_CHANNEL, () => worker?.wake()).catch(() => undefined);
