@@ -31,14 +31,14 @@ test('a non-admin user may read but every mutation is PERMISSION_DENIED with a p
   const token = cloud.reader.token;
   expect((await cloud.grpc.call(M.get, { id }, { token })).message.metadata?.id).toBe(id);
   const attempts = [
-    cloud.grpc.call(M.create, { metadata: { parentId: 'project-perm', name: 'x' } }, { token }),
-    cloud.grpc.call(M.update, { metadata: { id }, spec: { description: 'x' } }, { token }),
-    cloud.grpc.call(M.delete, { id }, { token }),
-    cloud.grpc.call(M.start, { id }, { token }),
-    cloud.grpc.call(M.stop, { id }, { token }),
+    () => cloud.grpc.call(M.create, { metadata: { parentId: 'project-perm', name: 'x' } }, { token }),
+    () => cloud.grpc.call(M.update, { metadata: { id }, spec: { description: 'x' } }, { token }),
+    () => cloud.grpc.call(M.delete, { id }, { token }),
+    () => cloud.grpc.call(M.start, { id }, { token }),
+    () => cloud.grpc.call(M.stop, { id }, { token }),
   ];
   for (const attempt of attempts) {
-    const error = await expectGrpcError(attempt);
+    const error = await expectGrpcError(attempt());
     expect(error.code).toBe(GrpcStatus.PERMISSION_DENIED);
     expect(error.serviceError?.details.case).toBe('permissionDenied');
     expect(error.serviceError?.details.value).toMatchObject({ resourceId: 'project-perm' });
@@ -48,15 +48,15 @@ test('a non-admin user may read but every mutation is PERMISSION_DENIED with a p
 test('unknown ids are NOT_FOUND with a resource_not_found detail naming the id', async () => {
   const token = cloud.admin.token;
   for (const call of [
-    cloud.grpc.call(M.get, { id: 'instance-nope' }, { token }),
-    cloud.grpc.call(M.getByName, { parentId: PROJECT, name: 'nope' }, { token }),
-    cloud.grpc.call(M.update, { metadata: { id: 'instance-nope' } }, { token }),
-    cloud.grpc.call(M.delete, { id: 'instance-nope' }, { token }),
-    cloud.grpc.call(M.start, { id: 'instance-nope' }, { token }),
-    cloud.grpc.call(M.stop, { id: 'instance-nope' }, { token }),
-    cloud.grpc.call(OperationService.method.get, { id: 'operation-nope' }, { token }),
+    () => cloud.grpc.call(M.get, { id: 'instance-nope' }, { token }),
+    () => cloud.grpc.call(M.getByName, { parentId: PROJECT, name: 'nope' }, { token }),
+    () => cloud.grpc.call(M.update, { metadata: { id: 'instance-nope' } }, { token }),
+    () => cloud.grpc.call(M.delete, { id: 'instance-nope' }, { token }),
+    () => cloud.grpc.call(M.start, { id: 'instance-nope' }, { token }),
+    () => cloud.grpc.call(M.stop, { id: 'instance-nope' }, { token }),
+    () => cloud.grpc.call(OperationService.method.get, { id: 'operation-nope' }, { token }),
   ]) {
-    const error = await expectGrpcError(call);
+    const error = await expectGrpcError(call());
     expect(error.code).toBe(GrpcStatus.NOT_FOUND);
     expect(error.serviceError?.details.case).toBe('resourceNotFound');
     expect(error.serviceError?.retryType).toBe(RetryType.NOTHING);
@@ -65,21 +65,21 @@ test('unknown ids are NOT_FOUND with a resource_not_found detail naming the id',
 
 test('missing and malformed fields are INVALID_ARGUMENT with violations naming the field path', async () => {
   const token = cloud.admin.token;
-  const cases: Array<[Promise<unknown>, string[]]> = [
-    [cloud.grpc.call(M.create, { metadata: {} }, { token }), ['metadata.parent_id', 'metadata.name']],
-    [cloud.grpc.call(M.create, { metadata: { parentId: 'folder-1', name: 'x' } }, { token }), ['metadata.parent_id']],
-    [cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'x' }, spec: { ports: { ssh: { port: 70000 } } } }, { token }), ['spec.ports.ssh.port']],
-    [cloud.grpc.call(M.get, {}, { token }), ['id']],
-    [cloud.grpc.call(M.update, { spec: {} }, { token }), ['metadata.id']],
-    [cloud.grpc.call(M.list, { parentId: PROJECT, pageSize: -1n }, { token }), ['page_size']],
-    [cloud.grpc.call(M.list, { parentId: PROJECT, pageToken: 'garbage' }, { token }), ['page_token']],
-    [cloud.grpc.call(M.list, { parentId: PROJECT, filter: 'name = "x"' }, { token }), ['filter']],
-    [cloud.grpc.call(OperationService.method.list, {}, { token }), ['resource_id']],
-    [cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'short' } }), ['x-idempotency-key']],
-    [cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'has_underscore_and_more_chars' } }), ['x-idempotency-key']],
+  const cases: Array<[() => Promise<unknown>, string[]]> = [
+    [() => cloud.grpc.call(M.create, { metadata: {} }, { token }), ['metadata.parent_id', 'metadata.name']],
+    [() => cloud.grpc.call(M.create, { metadata: { parentId: 'folder-1', name: 'x' } }, { token }), ['metadata.parent_id']],
+    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'x' }, spec: { ports: { ssh: { port: 70000 } } } }, { token }), ['spec.ports.ssh.port']],
+    [() => cloud.grpc.call(M.get, {}, { token }), ['id']],
+    [() => cloud.grpc.call(M.update, { spec: {} }, { token }), ['metadata.id']],
+    [() => cloud.grpc.call(M.list, { parentId: PROJECT, pageSize: -1n }, { token }), ['page_size']],
+    [() => cloud.grpc.call(M.list, { parentId: PROJECT, pageToken: 'garbage' }, { token }), ['page_token']],
+    [() => cloud.grpc.call(M.list, { parentId: PROJECT, filter: 'name = "x"' }, { token }), ['filter']],
+    [() => cloud.grpc.call(OperationService.method.list, {}, { token }), ['resource_id']],
+    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'short' } }), ['x-idempotency-key']],
+    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'has_underscore_and_more_chars' } }), ['x-idempotency-key']],
   ];
   for (const [call, fields] of cases) {
-    const error = await expectGrpcError(call);
+    const error = await expectGrpcError(call());
     expect(error.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     expect(error.serviceError?.details.case).toBe('badRequest');
     const violations = error.serviceError?.details.case === 'badRequest' ? error.serviceError.details.value.violations : [];
