@@ -39,6 +39,16 @@ afterAll(async () => {
   await drop();
 });
 
+/** The ConnectError a call must fail with. */
+async function rejection(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (reason) {
+    return ConnectError.from(reason);
+  }
+  throw new Error('the call succeeded but should have failed');
+}
+
 const auth = () => ({ headers: { authorization: `Bearer ${adminToken}` } });
 
 /** Resolves when the worker reports the operation finished (or at once if it already is). */
@@ -64,7 +74,7 @@ test('over the in-memory Connect transport, create completes through the worker 
 });
 
 test('Connect clients read the ServiceError from the error details', async () => {
-  const error = await instances.get({ id: 'instance-missing' }, auth()).catch((reason: unknown) => ConnectError.from(reason));
+  const error = await rejection(instances.get({ id: 'instance-missing' }, auth()));
   expect(error.code).toBe(Code.NotFound);
   const [detail] = error.findDetails(ServiceErrorSchema);
   expect(detail?.details).toMatchObject({ case: 'resourceNotFound', value: { resourceId: 'instance-missing' } });
@@ -72,7 +82,7 @@ test('Connect clients read the ServiceError from the error details', async () =>
 });
 
 test('the auth interceptor refuses calls without a bearer token', async () => {
-  const error = await instances.list({ parentId: 'project-mem' }).catch((reason: unknown) => ConnectError.from(reason));
+  const error = await rejection(instances.list({ parentId: 'project-mem' }));
   expect(error.code).toBe(Code.Unauthenticated);
   expect(error.findDetails(ServiceErrorSchema)).toHaveLength(1);
 });

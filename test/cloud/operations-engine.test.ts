@@ -209,7 +209,7 @@ test.each(REDACTION_CASES)('redaction: %s', (_name, { given, want }) => {
   const redacted = redactSecrets(CreateInstanceRequestSchema, request);
   expect(redacted.spec?.cloudInitUserData ?? '').toBe(want.cloudInit);
   expect(redacted.spec?.description ?? '').toBe(want.description);
-  expect(request.spec?.cloudInitUserData ?? '').toBe(given.spec?.cloudInitUserData ?? '');
+  expect(request.spec?.cloudInitUserData ?? '').toBe(given?.spec?.cloudInitUserData ?? '');
   const packed = packOperationRequest(CreateInstanceRequestSchema, request);
   expect(Buffer.from(packed).includes(Buffer.from('password'))).toBe(false);
 });
