@@ -33,6 +33,11 @@ export interface ContractReport {
   breaks: string[];
 }
 
+/** A path as the user knows it: relative inside the repository, absolute outside. */
+function shown(path: string): string {
+  return path.startsWith(ROOT) ? relative(ROOT, path) || '.' : path;
+}
+
 function filesIn(dir: string, extension: string): Map<string, string> {
   const files = new Map<string, string>();
   if (!existsSync(dir)) return files;
@@ -43,7 +48,7 @@ function filesIn(dir: string, extension: string): Map<string, string> {
 /** The contracts of a working tree: `<dir>/openapi/*.yaml`, `<dir>/graphql/*.graphql`, `<dir>/proto`. */
 export function workingContracts(contractsDir: string): ContractSet {
   return {
-    label: relative(ROOT, contractsDir) || contractsDir,
+    label: shown(contractsDir),
     openapi: filesIn(join(contractsDir, 'openapi'), '.yaml'),
     graphql: filesIn(join(contractsDir, 'graphql'), '.graphql'),
     proto: existsSync(join(contractsDir, 'proto')) ? join(contractsDir, 'proto') : undefined,
@@ -54,7 +59,7 @@ export function workingContracts(contractsDir: string): ContractSet {
 export function baselineContracts(baselineDir: string): ContractSet {
   const image = join(baselineDir, 'proto.binpb');
   return {
-    label: `the baseline ${relative(ROOT, baselineDir) || baselineDir}`,
+    label: `the baseline ${shown(baselineDir)}`,
     openapi: filesIn(join(baselineDir, 'openapi'), '.yaml'),
     graphql: filesIn(join(baselineDir, 'graphql'), '.graphql'),
     proto: existsSync(image) ? image : undefined,

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,9 +14,9 @@ interface Outcome {
 }
 
 /** Runs a contracts script of the repo over the copy in `workspace`. */
-async function script(name: string, workspace: string): Promise<Outcome> {
+async function script(name: string, workspace: string, ...args: string[]): Promise<Outcome> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', name), '--contracts', join(workspace, 'contracts')], { cwd: ROOT });
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts', name), '--contracts', join(workspace, 'contracts'), ...args], { cwd: ROOT });
     return { code: 0, output: stdout + stderr };
   } catch (error) {
     const failure = error as { code?: number; stdout?: string; stderr?: string };
@@ -92,6 +92,17 @@ describe('npm run breaking', () => {
     const outcome = await script('breaking.ts', workspace);
     expect(outcome.code).toBe(1);
     expect(outcome.output).toContain("publishing.graphql, Query.me: Field 'me' was removed from object type 'Query'.");
+  });
+
+  const shallow = execFileSync('git', ['rev-parse', '--is-shallow-repository'], { cwd: ROOT, encoding: 'utf8' }).trim() === 'true';
+  (shallow ? it.skip : it)('compares with a git ref when asked (--against HEAD)', async () => {
+    editYaml(workspace, 'openapi/users.yaml', (doc) => {
+      delete doc.paths['/api/auth'];
+    });
+    const outcome = await script('breaking.ts', workspace, '--against', 'HEAD');
+    expect(outcome.output).toContain('against git HEAD');
+    expect(outcome.output).toContain('users.yaml: the path /api/auth was removed.');
+    expect(outcome.code).toBe(1);
   });
 
   it('passes purely additive changes to every kind of contract', async () => {
