@@ -1,3 +1,4 @@
+import http2 from 'node:http2';
 import { startServer, type TestServer } from '../support/app.js';
 import { createActors, graphql, SUPERUSER, type Actors } from './support.js';
 
@@ -21,4 +22,36 @@ test('a writer writes, an editor publishes, anyone reads it', async () => {
   expect(list.headers.get('deprecation')).toBe('true');
   const gql = await graphql(server, actors.tokens.reader, '{ articles { total items { title author { name } topic { title } } } me { role } }');
   expect(gql.body).toEqual({ data: { articles: { total: 1, items: [{ title: 'Hello', author: { name: 'writer' }, topic: { title: 'Engineering' } }] }, me: { role: 'reader' } } });
+});
+
+test('/v1 and /graphql answer over HTTP/2 (cleartext, prior knowledge) as well', async () => {
+  const session = http2.connect(server.url);
+  const ask = (headers: http2.OutgoingHttpHeaders, body?: string) =>
+    new Promise<{ status: number; deprecation: unknown; text: string }>((resolve, reject) => {
+      const stream = session.request(headers);
+      let text = '';
+      let status = 0;
+      let deprecation: unknown;
+      stream.on('response', (response) => {
+        status = Number(response[':status']);
+        deprecation = response.deprecation;
+      });
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => (text += chunk));
+      stream.on('end', () => resolve({ status, deprecation, text }));
+      stream.on('error', reject);
+      stream.end(body);
+    });
+  try {
+    const rest = await ask({ ':method': 'GET', ':path': '/v1/topics' });
+    expect(rest).toMatchObject({ status: 200, deprecation: 'true' });
+    const gql = await ask(
+      { ':method': 'POST', ':path': '/graphql', 'content-type': 'application/json', authorization: `Bearer ${actors.tokens.reader}` },
+      JSON.stringify({ query: '{ me { role } }' }),
+    );
+    expect(gql.status).toBe(200);
+    expect(JSON.parse(gql.text)).toEqual({ data: { me: { role: 'reader' } } });
+  } finally {
+    session.close();
+  }
 });

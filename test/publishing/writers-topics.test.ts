@@ -138,7 +138,7 @@ describe('the create-superuser command', () => {
   test('creates a superuser in a PGlite data directory (or DATABASE_URL), once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'publishing-cli-'));
     try {
-      const env = { ...process.env, NODE_OPTIONS: '', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent' };
+      const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent' };
       delete env.DATABASE_URL;
       const args = ['--import', 'tsx', 'scripts/create-superuser.ts', '--email', 'Cli@Example.com', '--password', 'cli-password-1'];
       const first = await run(process.execPath, args, { env });
