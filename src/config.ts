@@ -27,6 +27,8 @@ export interface Config {
   // --- cloud API (SPEC §5, docs/cloud-api.md) ---
   /** Simulated duration of an asynchronous compute operation. */
   computeWorkMs: number;
+  /** How long the cloud API may reuse a resolved bearer token's principal (0 = never). */
+  principalCacheMs: number;
   /** Completed operations older than this are deleted (running ones never). */
   operationRetentionSeconds: number;
   /** How long a worker's claim on an operation lasts without renewal; a crashed process's work is re-claimed after it. */
@@ -113,6 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     publishingDeprecationLink: optional(env, 'PUBLISHING_DEPRECATION_LINK') ?? '/docs/publishing.md',
     // --- cloud API ---
     computeWorkMs: integer(env, 'COMPUTE_WORK_MS', 300, 0, 3_600_000),
+    principalCacheMs: integer(env, 'PRINCIPAL_CACHE_MS', 1000, 0, 60_000),
     operationRetentionSeconds: duration(env, 'OPERATION_RETENTION', 7 * 24 * 3600),
     operationLeaseMs: integer(env, 'OPERATION_LEASE_MS', 30_000, 100, 3_600_000),
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
@@ -124,7 +127,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookDefaultTtlSeconds: integer(env, 'WEBHOOK_DEFAULT_TTL', 7 * 24 * 3600, 1, 30 * 24 * 3600),
     webhookSweepIntervalSeconds: integer(env, 'WEBHOOK_SWEEP_INTERVAL', 60, 1, 86400),
     webhookBatchMs: integer(env, 'WEBHOOK_BATCH_MS', 2, 0, 1000),
-    webhookBatchRows: integer(env, 'WEBHOOK_BATCH_ROWS', 500, 1, 5000),
+    // At most 500: one NOTIFY names every capture of a batch and must stay under 8000 bytes.
+    webhookBatchRows: integer(env, 'WEBHOOK_BATCH_ROWS', 500, 1, 500),
     webhookPublicUrl: webhookPublicUrl(env),
   };
 }

@@ -54,3 +54,25 @@ export function userPrincipalResolver(users: UserService): PrincipalResolver {
     }
   };
 }
+
+/**
+ * Remembers what a resolver answered for a token for `ttlMs`, so a busy client does not cost a
+ * database read per call. The price is staleness: a deleted user or a changed admin flag takes
+ * effect on the cloud API within `ttlMs` (the token's own expiry is still checked by the resolver
+ * on every miss). Refusals are not cached.
+ */
+export function cachePrincipals(resolver: PrincipalResolver, ttlMs: number, maxEntries = 10_000): PrincipalResolver {
+  if (ttlMs <= 0) return resolver;
+  const cache = new Map<string, { principal: Principal; until: number }>();
+  return async (token) => {
+    const now = Date.now();
+    const hit = cache.get(token);
+    if (hit && hit.until > now) return hit.principal;
+    const principal = await resolver(token);
+    if (principal) {
+      if (cache.size >= maxEntries) cache.clear();
+      cache.set(token, { principal, until: now + ttlMs });
+    }
+    return principal;
+  };
+}

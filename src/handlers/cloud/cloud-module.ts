@@ -4,7 +4,7 @@ import { OperationService } from '../../../generated/proto/cloud/common/v1/opera
 import { InstanceService as InstanceServiceDesc } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import type { UserService } from '../../services/user-service.js';
-import { userPrincipalResolver, type PrincipalResolver } from '../../auth/principal.js';
+import { cachePrincipals, userPrincipalResolver, type PrincipalResolver } from '../../auth/principal.js';
 import {
   encodeStatus,
   IdempotencyKeys,
@@ -76,7 +76,9 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   const interceptors: Interceptor[] = [
     createErrorInterceptor({ onInternal: (cause, requestId) => ctx.onError(cause, requestId) }),
     createEndpointInterceptor({ apiDomain: config.apiDomain }),
-    createAuthInterceptor({ resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])] }),
+    createAuthInterceptor({
+      resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])].map((resolver) => cachePrincipals(resolver, config.principalCacheMs)),
+    }),
     createIdempotencyInterceptor({
       keys,
       loadOperation: async (id) => {
