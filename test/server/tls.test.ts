@@ -33,7 +33,8 @@ afterAll(async () => {
 
 test('with TLS_CERT and TLS_KEY, an HTTP/1.1-only client is served REST over HTTPS', async () => {
   const { status, body, alpn } = await new Promise<{ status: number; body: string; alpn: string }>((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port: server.port, path: '/api', ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, (res) => {
+    const options: https.RequestOptions & { ALPNProtocols: string[] } = { host: '127.0.0.1', port: server.port, path: '/api', ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] };
+    const req = https.get(options, (res) => {
       let text = '';
       const alpn = String((res.socket as { alpnProtocol?: string | false }).alpnProtocol);
       res.on('data', (chunk: Buffer) => (text += chunk.toString()));
