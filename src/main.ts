@@ -1,5 +1,5 @@
-import { build } from './server/build.js';
 import { ConfigError, loadConfig } from './config.js';
+import { openDatabase } from './store/database.js';
 
 /** Entry point: the only place that listens and handles signals. */
 async function main(): Promise<void> {
@@ -13,7 +13,10 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const app = await build(config);
+  // Open the store while the rest of the server loads: PGlite's start overlaps the module imports.
+  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const { build } = await import('./server/build.js');
+  const app = await build(config, { database: await database });
   const port = await app.listen();
   app.logger.info({ port, database: app.db.kind }, 'listening');
   let stopping = false;
