@@ -39,6 +39,9 @@ export interface Config {
   quotaInstancesPerProject: number;
   /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
   apiDomain: string | undefined;
+  // --- IAM (SPEC §5, docs/iam.md) ---
+  /** Lifetime of the access tokens the token exchange issues to service accounts. */
+  iamTokenTtlSeconds: number;
   // --- webhook inspector (SPEC §4, docs/webhooks.md) ---
   /** Bytes of a captured body that are stored; the rest is counted in `size` and dropped (`truncated`). */
   webhookMaxBody: number;
@@ -121,6 +124,8 @@ export function loadConfig(env: Env = process.env): Config {
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
     apiDomain: apiDomain(env),
+    // --- IAM ---
+    iamTokenTtlSeconds: duration(env, 'IAM_TOKEN_TTL', 12 * 3600),
     // --- webhook inspector ---
     webhookMaxBody: integer(env, 'WEBHOOK_MAX_BODY', 1024 * 1024, 0, 64 * 1024 * 1024),
     webhookMaxRequests: integer(env, 'WEBHOOK_MAX_REQUESTS', 500, 1, 10_000_000),

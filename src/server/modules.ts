@@ -1,8 +1,9 @@
 import type { ModuleContext, ServerModule } from './module.js';
 import { usersModule } from '../handlers/users-module.js';
-import { cloudModule } from '../handlers/cloud/cloud-module.js';
 import { publishingModule } from '../handlers/publishing-module.js';
 import { webhooksModule } from '../handlers/webhooks-module.js';
+import { cloudModule } from '../handlers/cloud/cloud-module.js';
+import { iamModule } from '../handlers/iam/iam-module.js';
 import { contractsModule } from '../handlers/contracts-module.js';
 
 /**
@@ -14,7 +15,10 @@ export async function buildModules(ctx: ModuleContext) {
   const modules: ServerModule[] = [users];
   modules.push(await publishingModule(ctx));
   modules.push(await webhooksModule(ctx));
-  modules.push(cloudModule(ctx, { users: users.users }));
+  const iam = await iamModule(ctx, { users: users.users });
+  const cloud = cloudModule(ctx, { users: users.users, extraResolvers: iam.resolvers, parentExists: iam.parentExists });
+  iam.serveOn(cloud);
+  modules.push(cloud, iam);
   modules.push(contractsModule()); // /openapi, /graphql/*.graphql, /docs, gRPC reflection of every service above
   return { modules, users: users.users };
 }

@@ -8,8 +8,15 @@ import type { Instance } from '../../generated/proto/cloud/compute/v1/instance_p
 import { startServer, type TestServer } from '../support/app.js';
 import { GrpcTestClient } from '../support/grpc.js';
 import { bootstrapAdmin, createAccount, type Account } from '../handlers/users-fixtures.js';
+import { seedProjects } from '../support/projects.js';
 
 export const PROJECT = 'project-e00test';
+
+/** The project ids the cloud tests use; instances need a real project since IAM landed. */
+export const TEST_PROJECTS = [
+  PROJECT, 'project-busy', 'project-ep', 'project-idem', 'project-idem2', 'project-idem3', 'project-imm', 'project-masks', 'project-other',
+  'project-paging', 'project-pair', 'project-perm', 'project-quota', 'project-quota2', 'project-restart', 'project-ver',
+];
 
 export interface CloudServer {
   server: TestServer;
@@ -22,6 +29,7 @@ export interface CloudServer {
 /** A server with an admin and a non-admin user, and a grpc-js client over h2c. */
 export async function startCloudServer(env: Record<string, string> = {}): Promise<CloudServer> {
   const server = await startServer({ COMPUTE_WORK_MS: '20', OPERATION_POLL_MS: '50', SHUTDOWN_GRACE_MS: '300', ...env });
+  await seedProjects(server.app.db.knex, TEST_PROJECTS);
   const admin = await bootstrapAdmin(server);
   const reader = await createAccount(server, admin, 'reader');
   const grpc = new GrpcTestClient(server.url);
@@ -61,6 +69,7 @@ export async function createInstance(cloud: CloudServer, name: string, spec: Rec
 export async function startServerOn(db: Database, env: Record<string, string> = {}): Promise<{ app: App; url: string; close(): Promise<void> }> {
   const shared: Database = { ...db, close: async () => undefined };
   const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', SHUTDOWN_GRACE_MS: '300', ...env }), { database: shared });
+  await seedProjects(db.knex, TEST_PROJECTS);
   const port = await app.listen(0, '127.0.0.1');
   return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }

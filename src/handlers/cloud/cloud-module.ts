@@ -18,7 +18,7 @@ import {
 import { InstanceService, type ParentCheck } from '../../services/compute/instance-service.js';
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
-import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor } from './interceptors.js';
+import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor, type AuthPolicy } from './interceptors.js';
 import { apiServiceNameOf, toConnectError, toRpcStatus } from './errors.js';
 import { invalidArgumentOnParseFailure } from './parse-errors.js';
 import { instanceServiceImpl } from './instance-service.js';
@@ -37,8 +37,11 @@ export interface CloudModule extends ServerModule {
   worker: OperationWorker;
   sweeper: OperationSweeper;
   instances: InstanceService;
-  /** Serves another cloud service behind the same interceptors (auth, endpoints, idempotency, errors). */
-  addService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>): void;
+  /**
+   * Serves another cloud service behind the same interceptors (auth, endpoints, idempotency, errors).
+   * `auth` relaxes the bearer-token requirement of single methods (by local name, e.g. `exchange`).
+   */
+  addService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, options?: { auth?: Partial<Record<keyof T['method'], AuthPolicy>> }): void;
   /** Registers the background work of another service's operations. */
   addWorkHandlers(handlers: Record<string, WorkHandler>): void;
 }
@@ -71,6 +74,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   const instances = new InstanceService(db.knex, operations, { quotaPerProject: config.quotaInstancesPerProject, parentExists: options.parentExists });
   Object.assign(handlers, instances.workHandlers());
   const keys = new IdempotencyKeys(db.knex);
+  const authPolicies = new Map<string, AuthPolicy>();
   const queries = new OperationQueries(operations);
 
   const interceptors: Interceptor[] = [
@@ -78,6 +82,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     createEndpointInterceptor({ apiDomain: config.apiDomain }),
     createAuthInterceptor({
       resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])].map((resolver) => cachePrincipals(resolver, config.principalCacheMs)),
+      policyOf: (service, method) => authPolicies.get(`${service.typeName}/${method.localName}`) ?? 'required',
     }),
     createIdempotencyInterceptor({
       keys,
@@ -89,7 +94,8 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     }),
   ];
   const services: Array<(router: ConnectRouter) => void> = [];
-  const addService = <T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>) => {
+  const addService = <T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, serviceOptions: { auth?: Partial<Record<keyof T['method'], AuthPolicy>> } = {}) => {
+    for (const [method, policy] of Object.entries(serviceOptions.auth ?? {})) authPolicies.set(`${service.typeName}/${method}`, policy as AuthPolicy);
     services.push((router) => {
       const before = router.handlers.length;
       router.service(service, implementation, { interceptors });

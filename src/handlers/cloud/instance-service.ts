@@ -7,7 +7,7 @@ import type { InstanceService } from '../../services/compute/instance-service.js
 import { principalOf, recordedHeaders } from './context.js';
 
 /** `X-ResetMask` (every value, merged); a malformed mask → INVALID_ARGUMENT naming the position. */
-function resetMaskOf(header: Headers): ResetMask {
+export function resetMaskOf(header: Headers): ResetMask {
   try {
     return resetMaskFromHeaderValues(header.get('x-resetmask'));
   } catch (error) {

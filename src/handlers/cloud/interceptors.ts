@@ -1,4 +1,4 @@
-import { toJson, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import { toJson, type DescMessage, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf';
 import type { Interceptor, UnaryResponse } from '@connectrpc/connect';
 import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
 import { AppError } from '../../errors.js';
@@ -59,10 +59,25 @@ export function createEndpointInterceptor(options: { apiDomain: string | undefin
   };
 }
 
-/** Every cloud RPC needs `Authorization: Bearer`; the principal goes into the context for handlers. */
-export function createAuthInterceptor(options: { resolvers: readonly PrincipalResolver[] }): Interceptor {
+/**
+ * How a method treats the bearer token: `required` (every cloud RPC unless declared otherwise),
+ * `optional` (no Authorization header → the handler runs without a principal, e.g. ProfileService.Get
+ * answering anonymously; a header that is present must still be valid), `public` (never looked at:
+ * the token exchange, which is how a service account gets a token in the first place).
+ */
+export type AuthPolicy = 'required' | 'optional' | 'public';
+
+/** Every cloud RPC needs `Authorization: Bearer` unless its policy says otherwise; the principal goes into the context for handlers. */
+export function createAuthInterceptor(options: {
+  resolvers: readonly PrincipalResolver[];
+  policyOf?(service: DescService, method: DescMethod): AuthPolicy;
+}): Interceptor {
   return (next) => async (req) => {
-    const principal = await resolvePrincipal(options.resolvers, req.header.get('authorization'));
+    const policy = options.policyOf?.(req.service, req.method) ?? 'required';
+    if (policy === 'public') return next(req);
+    const authorization = req.header.get('authorization');
+    if (policy === 'optional' && authorization === null) return next(req);
+    const principal = await resolvePrincipal(options.resolvers, authorization);
     req.contextValues.set(principalKey, principal);
     return next(req);
   };

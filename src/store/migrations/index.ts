@@ -3,6 +3,7 @@ import * as createUsers from './20261122150000_create_users.js';
 import * as createPlatformSecrets from './20261122150100_create_platform_secrets.js';
 import * as createOperations from './20261122180000_create_operations.js';
 import * as createComputeInstances from './20261122180100_create_compute_instances.js';
+import * as createIam from './20261122190000_create_iam.js';
 import * as createPublishing from './20261122160000_create_publishing.js';
 import * as createWebhooks from './20261122170000_create_webhooks.js';
 
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122150100_create_platform_secrets': createPlatformSecrets,
   '20261122180000_create_operations': createOperations,
   '20261122180100_create_compute_instances': createComputeInstances,
+  '20261122190000_create_iam': createIam,
   '20261122160000_create_publishing': createPublishing,
   '20261122170000_create_webhooks': createWebhooks,
 };

@@ -1,0 +1,82 @@
+import { ProjectService as ProjectServiceDesc } from '../../../generated/proto/cloud/iam/v1/project_service_pb.js';
+import { ServiceAccountService as ServiceAccountServiceDesc } from '../../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
+import { AuthPublicKeyService as AuthPublicKeyServiceDesc } from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
+import { ProfileService as ProfileServiceDesc } from '../../../generated/proto/cloud/iam/v1/profile_service_pb.js';
+import { TokenExchangeService as TokenExchangeServiceDesc } from '../../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
+import type { ModuleContext, ServerModule } from '../../server/module.js';
+import type { PrincipalResolver } from '../../auth/principal.js';
+import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
+import { Operations } from '../../engines/operations/index.js';
+import type { ParentCheck } from '../../services/compute/instance-service.js';
+import type { UserService } from '../../services/user-service.js';
+import { ProjectService } from '../../services/iam/project-service.js';
+import { ServiceAccountService } from '../../services/iam/service-account-service.js';
+import { PublicKeyService } from '../../services/iam/public-key-service.js';
+import { ProfileService } from '../../services/iam/profile-service.js';
+import { TokenExchange } from '../../services/iam/token-exchange.js';
+import type { CloudModule } from '../cloud/cloud-module.js';
+import { authPublicKeyServiceImpl, profileServiceImpl, projectServiceImpl, serviceAccountServiceImpl } from './resource-services.js';
+import { tokenExchangeServiceImpl } from './token-exchange-service.js';
+import { handleTokenExchange, TOKEN_EXCHANGE_PATH } from './token-exchange-http.js';
+
+export interface IamModule extends ServerModule {
+  projects: ProjectService;
+  serviceAccounts: ServiceAccountService;
+  keys: PublicKeyService;
+  exchange: TokenExchange;
+  /** Bearer tokens of service accounts, for the cloud module's auth interceptor. */
+  resolvers: PrincipalResolver[];
+  /** "Does this project exist" for every resource living in a project (instances). */
+  parentExists: ParentCheck;
+  /** Serves the IAM services behind the cloud module's interceptors. */
+  serveOn(cloud: CloudModule): void;
+}
+
+/**
+ * IAM (SPEC §5): projects, service accounts, their keys, profiles and the token exchange (gRPC and
+ * `POST /oauth2/token/exchange`). Makes the tenant and the `default` project at first start. The
+ * gRPC services run inside the cloud module (same interceptors, operations and errors).
+ */
+export async function iamModule(ctx: ModuleContext, options: { users: UserService }): Promise<IamModule> {
+  const { db, tokens, config, logger } = ctx;
+  // IAM mutations finish synchronously: no background work to wake.
+  const operations = new Operations(db.knex);
+  const projects = new ProjectService(db.knex, operations);
+  await projects.ensureTenant();
+  const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx));
+  const keys = new PublicKeyService(db.knex, operations, serviceAccounts);
+  const profiles = new ProfileService(options.users, serviceAccounts);
+  const exchange = new TokenExchange(
+    tokens,
+    {
+      findKey: (id) => keys.findForExchange(id),
+      accountActive: async (id) => (await serviceAccounts.find(id))?.status?.active,
+    },
+    config.iamTokenTtlSeconds,
+    (reason) => logger.info({ reason }, 'token exchange refused'),
+  );
+  const accountLookup = async (id: string) => {
+    const account = await serviceAccounts.find(id);
+    return account ? { projectId: account.metadata?.parentId ?? '', active: account.status?.active ?? false } : undefined;
+  };
+  return {
+    name: 'iam',
+    projects,
+    serviceAccounts,
+    keys,
+    exchange,
+    resolvers: [serviceAccountPrincipalResolver(tokens, accountLookup)],
+    parentExists: (id, trx) => projects.exists(id, trx),
+    serveOn(cloud) {
+      cloud.addService(ProjectServiceDesc, projectServiceImpl(projects));
+      cloud.addService(ServiceAccountServiceDesc, serviceAccountServiceImpl(serviceAccounts));
+      cloud.addService(AuthPublicKeyServiceDesc, authPublicKeyServiceImpl(keys));
+      cloud.addService(ProfileServiceDesc, profileServiceImpl(profiles), { auth: { get: 'optional' } });
+      cloud.addService(TokenExchangeServiceDesc, tokenExchangeServiceImpl(exchange), { auth: { exchange: 'public' } });
+    },
+    http: {
+      matches: (path) => path === TOKEN_EXCHANGE_PATH,
+      handle: (req, res) => handleTokenExchange(exchange, req, res),
+    },
+  };
+}

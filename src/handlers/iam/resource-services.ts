@@ -1,0 +1,78 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import { ProjectService as ProjectServiceDesc } from '../../../generated/proto/cloud/iam/v1/project_service_pb.js';
+import { ServiceAccountService as ServiceAccountServiceDesc } from '../../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
+import { AuthPublicKeyService as AuthPublicKeyServiceDesc } from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
+import { ProfileService as ProfileServiceDesc } from '../../../generated/proto/cloud/iam/v1/profile_service_pb.js';
+import { toOperationMessage } from '../../engines/operations/index.js';
+import type { ProjectService } from '../../services/iam/project-service.js';
+import type { ServiceAccountService } from '../../services/iam/service-account-service.js';
+import type { PublicKeyService } from '../../services/iam/public-key-service.js';
+import type { ProfileService } from '../../services/iam/profile-service.js';
+import { principalKey, principalOf, recordedHeaders } from '../cloud/context.js';
+import { resetMaskOf } from '../cloud/instance-service.js';
+
+/** iam.v1.ProjectService: decode → ProjectService (the rules) → encode. */
+export function projectServiceImpl(projects: ProjectService): ServiceImpl<typeof ProjectServiceDesc> {
+  return {
+    get: (request, context) => projects.get(principalOf(context), request.id),
+    getByName: (request, context) => projects.getByName(principalOf(context), request.parentId, request.name),
+    list: (request, context) => projects.list(principalOf(context), request),
+    async create(request, context) {
+      return toOperationMessage(await projects.create(principalOf(context), request, recordedHeaders(context.requestHeader)));
+    },
+    async update(request, context) {
+      const mask = resetMaskOf(context.requestHeader);
+      return toOperationMessage(await projects.update(principalOf(context), request, mask, recordedHeaders(context.requestHeader)));
+    },
+    async delete(request, context) {
+      return toOperationMessage(await projects.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+    },
+  };
+}
+
+/** iam.v1.ServiceAccountService: decode → ServiceAccountService → encode. */
+export function serviceAccountServiceImpl(accounts: ServiceAccountService): ServiceImpl<typeof ServiceAccountServiceDesc> {
+  return {
+    get: (request, context) => accounts.get(principalOf(context), request.id),
+    getByName: (request, context) => accounts.getByName(principalOf(context), request.parentId, request.name),
+    list: (request, context) => accounts.list(principalOf(context), request),
+    async create(request, context) {
+      return toOperationMessage(await accounts.create(principalOf(context), request, recordedHeaders(context.requestHeader)));
+    },
+    async update(request, context) {
+      const mask = resetMaskOf(context.requestHeader);
+      return toOperationMessage(await accounts.update(principalOf(context), request, mask, recordedHeaders(context.requestHeader)));
+    },
+    async delete(request, context) {
+      return toOperationMessage(await accounts.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+    },
+  };
+}
+
+/** iam.v1.AuthPublicKeyService: decode → PublicKeyService → encode. */
+export function authPublicKeyServiceImpl(keys: PublicKeyService): ServiceImpl<typeof AuthPublicKeyServiceDesc> {
+  return {
+    get: (request, context) => keys.get(principalOf(context), request.id),
+    list: (request, context) => keys.list(principalOf(context), request),
+    async create(request, context) {
+      return toOperationMessage(await keys.create(principalOf(context), request, recordedHeaders(context.requestHeader)));
+    },
+    generate: (request, context) => keys.generate(principalOf(context), request, recordedHeaders(context.requestHeader)),
+    async activate(request, context) {
+      return toOperationMessage(await keys.activate(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+    },
+    async deactivate(request, context) {
+      return toOperationMessage(await keys.deactivate(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+    },
+    async delete(request, context) {
+      return toOperationMessage(await keys.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+    },
+  };
+}
+
+/** iam.v1.ProfileService: the caller's profile (anonymous when the request had no token). */
+export function profileServiceImpl(profiles: ProfileService): ServiceImpl<typeof ProfileServiceDesc> {
+  return {
+    get: (_request, context) => profiles.get(context.values.get(principalKey)),
+  };
+}

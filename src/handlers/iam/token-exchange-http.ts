@@ -1,0 +1,77 @@
+import type { ServerResponse } from 'node:http';
+import { readBody } from '../../http/body.js';
+import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import { TokenExchangeError, type TokenExchange, type TokenExchangeErrorCode } from '../../services/iam/token-exchange.js';
+
+export const TOKEN_EXCHANGE_PATH = '/oauth2/token/exchange';
+const BODY_LIMIT = 64 * 1024;
+/** Form fields that may appear once only (RFC 6749 §3.2: parameters MUST NOT repeat). */
+const SINGLE = ['grant_type', 'requested_token_type', 'subject_token', 'subject_token_type', 'actor_token', 'actor_token_type'] as const;
+
+/**
+ * RFC 6749 §5.2 statuses: a malformed request or unknown grant type is 400; a JWT that does not
+ * prove a service account is 401 (the same answer as UNAUTHENTICATED over gRPC), a deliberate choice
+ * recorded in docs/iam.md.
+ */
+const STATUS: Record<TokenExchangeErrorCode, number> = { invalid_request: 400, unsupported_grant_type: 400, invalid_grant: 401 };
+
+function send(res: NodeResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
+  // Token responses must never be cached (RFC 6749 §5.1).
+  (res as ServerResponse).writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', pragma: 'no-cache', ...extra });
+  res.end(JSON.stringify(body));
+}
+
+function refuse(res: NodeResponse, code: TokenExchangeErrorCode, description: string): void {
+  send(res, STATUS[code], { error: code, error_description: description });
+}
+
+/**
+ * `POST /oauth2/token/exchange` (SPEC §5 HTTP token exchange): an RFC 8693 form in, the access
+ * token JSON out, RFC 6749 error bodies. The rules are the TokenExchange service's, shared with gRPC.
+ */
+export async function handleTokenExchange(exchange: TokenExchange, req: NodeRequest, res: NodeResponse): Promise<string> {
+  if (req.method !== 'POST') {
+    send(res, 405, { error: 'invalid_request', error_description: 'use POST' }, { allow: 'POST' });
+    return TOKEN_EXCHANGE_PATH;
+  }
+  const contentType = (req.headers['content-type'] ?? '').split(';', 1)[0]?.trim().toLowerCase();
+  if (contentType !== 'application/x-www-form-urlencoded') {
+    req.resume();
+    refuse(res, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
+    return TOKEN_EXCHANGE_PATH;
+  }
+  let body: Buffer;
+  try {
+    body = await readBody(req, BODY_LIMIT);
+  } catch {
+    refuse(res, 'invalid_request', `the body must be at most ${BODY_LIMIT} bytes`);
+    return TOKEN_EXCHANGE_PATH;
+  }
+  const text = body.toString('utf8');
+  if (/%(?![0-9A-Fa-f]{2})/.test(text)) {
+    refuse(res, 'invalid_request', 'the body is not valid form encoding');
+    return TOKEN_EXCHANGE_PATH;
+  }
+  const form = new URLSearchParams(text);
+  for (const name of SINGLE) {
+    if (form.getAll(name).length > 1) {
+      refuse(res, 'invalid_request', `${name} must appear once`);
+      return TOKEN_EXCHANGE_PATH;
+    }
+  }
+  try {
+    const result = await exchange.exchange({
+      grantType: form.get('grant_type') ?? '',
+      requestedTokenType: form.get('requested_token_type') ?? '',
+      subjectToken: form.get('subject_token') ?? '',
+      subjectTokenType: form.get('subject_token_type') ?? '',
+      actorToken: form.get('actor_token') ?? '',
+      actorTokenType: form.get('actor_token_type') ?? '',
+    });
+    send(res, 200, { access_token: result.accessToken, issued_token_type: result.issuedTokenType, token_type: result.tokenType, expires_in: result.expiresIn });
+  } catch (error) {
+    if (!(error instanceof TokenExchangeError)) throw error;
+    refuse(res, error.code, error.description);
+  }
+  return TOKEN_EXCHANGE_PATH;
+}

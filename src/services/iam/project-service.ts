@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { Knex } from 'knex';
+import { ProjectSchema, type Project } from '../../../generated/proto/cloud/iam/v1/project_pb.js';
+import {
+  CreateProjectRequestSchema,
+  DeleteProjectRequestSchema,
+  UpdateProjectRequestSchema,
+  type CreateProjectRequest,
+  type UpdateProjectRequest,
+} from '../../../generated/proto/cloud/iam/v1/project_service_pb.js';
+import { AppError } from '../../errors.js';
+import type { Principal } from '../../auth/principal.js';
+import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
+import type { ResetMask } from '../../engines/reset-mask/index.js';
+import { IamResourceRepository, TenantRepository } from '../../store/repositories/iam-resource-repository.js';
+import { InstanceRepository } from '../../store/repositories/instance-repository.js';
+import type { OperationRow } from '../../store/repositories/operation-repository.js';
+import { NamedResources, type Page, type RecordedHeaders } from './named-resources.js';
+
+export const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
+export const DEFAULT_PROJECT_NAME = 'default';
+
+/**
+ * Projects (SPEC §5 IAM): children of the installation's one tenant, made at first start together
+ * with a project named `default`. A project is its own read scope (a service account may read its
+ * project) while creating, changing and deleting projects acts on the tenant (admins only).
+ */
+export class ProjectService {
+  readonly resources: NamedResources<Project>;
+  private readonly tenants: TenantRepository;
+  private tenant: string | undefined;
+
+  constructor(
+    private readonly knex: Knex,
+    operations: Operations,
+  ) {
+    this.tenants = new TenantRepository(knex);
+    const repository = new IamResourceRepository(knex, 'iam_projects');
+    const serviceAccounts = new IamResourceRepository(knex, 'iam_service_accounts');
+    const instances = new InstanceRepository(knex);
+    this.resources = new NamedResources(knex, operations, {
+      schema: ProjectSchema,
+      idPrefix: 'project',
+      label: 'project',
+      parentLabel: 'tenant',
+      parentIdPattern: TENANT_ID_PATTERN,
+      repository,
+      initialStatus: () => ({ active: true }),
+      parentExists: async (parentId) => parentId === this.tenantId,
+      readScope: 'self',
+      beforeDelete: async (row, trx) => {
+        const accounts = await serviceAccounts.countByParent(row.id, trx);
+        const machines = await instances.countByParent(row.id, trx);
+        if (accounts > 0 || machines > 0) {
+          throw new AppError('failed_precondition', `project ${row.id} still holds ${accounts} service accounts and ${machines} instances; delete them first`, {
+            resourceId: row.id,
+            detail: { kind: 'bad_resource_state' },
+          });
+        }
+      },
+    });
+  }
+
+  /** The installation's tenant id (known after `ensureTenant`). */
+  get tenantId(): string {
+    if (!this.tenant) throw new Error('the tenant is not loaded yet (call ensureTenant first)');
+    return this.tenant;
+  }
+
+  /**
+   * Makes the tenant and the `default` project at first start. Safe when several processes start
+   * at once on one database: the tenant row is a singleton and only the process whose insert wins
+   * makes the project, in the same transaction.
+   */
+  async ensureTenant(): Promise<string> {
+    this.tenant = await this.knex.transaction(async (trx) => {
+      const candidate = `tenant-${randomBytes(10).toString('hex')}`;
+      if (await this.tenants.insertIfNone(candidate, trx)) {
+        const id = `project-${randomBytes(10).toString('hex')}`;
+        const now = timestampFromDate(new Date());
+        const project = create(ProjectSchema, {
+          metadata: { id, parentId: candidate, name: DEFAULT_PROJECT_NAME, resourceVersion: 1n, createdAt: now, updatedAt: now },
+          spec: { description: 'Made at first start' },
+          status: { active: true },
+        });
+        await this.resources.repository.insert({ id, parent_id: candidate, name: DEFAULT_PROJECT_NAME, resource_version: 1, data: toBinary(ProjectSchema, project) }, trx);
+      }
+      const tenant = await this.tenants.get(trx);
+      if (!tenant) throw new Error('no tenant after insert');
+      return tenant;
+    });
+    return this.tenant;
+  }
+
+  /**
+   * Whether a project exists, holding a share lock until `trx` ends so the project cannot be
+   * deleted while a child (instance, service account) is being created in it. The cloud module's
+   * ParentCheck.
+   */
+  exists(projectId: string, trx: Knex): Promise<boolean> {
+    return this.resources.repository.existsShared(projectId, trx);
+  }
+
+  get(principal: Principal, id: string): Promise<Project> {
+    return this.resources.get(principal, id);
+  }
+
+  getByName(principal: Principal, parentId: string, name: string): Promise<Project> {
+    return this.resources.getByName(principal, parentId, name);
+  }
+
+  list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<Project>> {
+    return this.resources.list(principal, request);
+  }
+
+  /** An empty `metadata.parent_id` means the tenant (there is only one). */
+  create(principal: Principal, request: CreateProjectRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    const metadata = request.metadata ? { ...request.metadata, parentId: request.metadata.parentId || this.tenantId } : { parentId: this.tenantId, name: '' };
+    return this.resources.create(principal, { metadata: metadata as typeof request.metadata, spec: request.spec }, {
+      description: 'Create project',
+      request: packOperationRequest(CreateProjectRequestSchema, request),
+      headers,
+    });
+  }
+
+  update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    return this.resources.update(principal, request, mask, {
+      description: 'Update project',
+      request: packOperationRequest(UpdateProjectRequestSchema, request),
+      headers,
+    });
+  }
+
+  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    return this.resources.delete(principal, id, {
+      description: 'Delete project',
+      request: packOperationRequest(DeleteProjectRequestSchema, create(DeleteProjectRequestSchema, { id })),
+      headers,
+    });
+  }
+}

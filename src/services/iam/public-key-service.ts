@@ -1,0 +1,289 @@
+import { createHash, createPublicKey, generateKeyPair, randomBytes, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { timestampDate, timestampFromDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import type { Knex } from 'knex';
+import {
+  AuthPublicKeySchema,
+  AuthPublicKeyStatus_Algorithm as Algorithm,
+  AuthPublicKeyStatusSchema,
+  type AuthPublicKey,
+} from '../../../generated/proto/cloud/iam/v1/auth_public_key_pb.js';
+import {
+  ActivateAuthPublicKeyRequestSchema,
+  CreateAuthPublicKeyRequestSchema,
+  DeactivateAuthPublicKeyRequestSchema,
+  DeleteAuthPublicKeyRequestSchema,
+  GenerateAuthPublicKeyRequestSchema,
+  type CreateAuthPublicKeyRequest,
+  type GenerateAuthPublicKeyRequest,
+} from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
+import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
+import { AppError, type Violation } from '../../errors.js';
+import { authorize, type Principal } from '../../auth/principal.js';
+import { okStatus, packOperationRequest, type Operations } from '../../engines/operations/index.js';
+import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
+import type { OperationRow } from '../../store/repositories/operation-repository.js';
+import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
+import { decodePageToken, encodePageToken, pageSize } from '../cloud/paging.js';
+import { IAM_SERVICE, invalid, nameViolations, requiredViolations as required, requireFields, type Page, type RecordedHeaders } from './named-resources.js';
+import type { ServiceAccountService } from './service-account-service.js';
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/** RSA moduli accepted for uploaded keys; generated keys are RSA 2048. */
+const ALGORITHM_BY_BITS: Record<number, Algorithm> = { 2048: Algorithm.RSA_2048, 3072: Algorithm.RSA_3072, 4096: Algorithm.RSA_4096 };
+const PEM_MAX = 16 * 1024;
+const FILTER = /^\s*service_account_id\s*=\s*"([^"]*)"\s*$/;
+
+/** A validated public key: the normalized PEM, its fingerprint and algorithm. */
+export interface ParsedPublicKey {
+  pem: string;
+  fingerprint: string;
+  algorithm: Algorithm;
+  keyObject: KeyObject;
+}
+
+/**
+ * Reads an uploaded public key: it must be an RSA public key (2048, 3072 or 4096 bits) in PEM
+ * (SubjectPublicKeyInfo `BEGIN PUBLIC KEY` or PKCS#1 `BEGIN RSA PUBLIC KEY`). A private key is
+ * refused outright, so nobody uploads one by mistake. The fingerprint is `SHA256:` + the base64 of
+ * the SHA-256 of the DER SubjectPublicKeyInfo (as OpenSSH prints fingerprints).
+ */
+export function parsePublicKeyPem(data: string, field = 'spec.data'): ParsedPublicKey {
+  const fail = (message: string) => invalid([{ field, message }]);
+  if (data.length > PEM_MAX) throw fail(`must be at most ${PEM_MAX} characters`);
+  if (/PRIVATE KEY-----/.test(data)) throw fail('is a private key; upload the public key only (and keep the private key secret)');
+  if (!/^\s*-----BEGIN (RSA )?PUBLIC KEY-----[\s\S]+-----END (RSA )?PUBLIC KEY-----\s*$/.test(data)) throw fail('must be a PEM public key (-----BEGIN PUBLIC KEY-----)');
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: data, format: 'pem' });
+  } catch {
+    throw fail('is not a readable PEM public key');
+  }
+  if (key.asymmetricKeyType !== 'rsa') throw fail(`must be an RSA key, got ${key.asymmetricKeyType ?? 'unknown'}`);
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  const algorithm = ALGORITHM_BY_BITS[bits];
+  if (algorithm === undefined) throw fail(`must be an RSA key of 2048, 3072 or 4096 bits, got ${bits}`);
+  const der = key.export({ type: 'spki', format: 'der' });
+  return {
+    pem: key.export({ type: 'spki', format: 'pem' }).toString(),
+    fingerprint: `SHA256:${createHash('sha256').update(der).digest('base64').replace(/=+$/, '')}`,
+    algorithm,
+    keyObject: key,
+  };
+}
+
+/**
+ * Service-account public keys (SPEC §5 AuthPublicKeyService): uploaded (PEM) or generated (RSA
+ * 2048, the private key returned once and never stored), activated, deactivated, deleted. A key
+ * lives in its account's project and follows that project's access rules. The token exchange reads
+ * keys through `findForExchange`.
+ */
+export class PublicKeyService {
+  private readonly keys: PublicKeyRepository;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly operations: Operations,
+    private readonly accounts: ServiceAccountService,
+  ) {
+    this.keys = new PublicKeyRepository(knex);
+  }
+
+  async get(principal: Principal, id: string): Promise<AuthPublicKey> {
+    requireFields({ id });
+    const row = await this.keys.findById(id);
+    if (!row) throw keyNotFound(id);
+    authorize(principal, 'read', row.parent_id);
+    return decode(row);
+  }
+
+  /** A project's keys; `filter` may narrow them to one account: `service_account_id = "<id>"`. */
+  async list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<AuthPublicKey>> {
+    requireFields({ parent_id: request.parentId });
+    let serviceAccountId: string | undefined;
+    if (request.filter.trim() !== '') {
+      const match = FILTER.exec(request.filter);
+      if (!match) throw invalid([{ field: 'filter', message: 'only service_account_id = "<id>" is supported' }]);
+      serviceAccountId = match[1];
+    }
+    const size = pageSize(request.pageSize);
+    const scope = `publickey:${request.parentId}:${serviceAccountId ?? ''}`;
+    const after = decodePageToken(scope, request.pageToken);
+    authorize(principal, 'read', request.parentId);
+    const rows = await this.keys.list(request.parentId, serviceAccountId, after, size + 1);
+    const page = rows.slice(0, size);
+    const last = page[page.length - 1];
+    return { items: page.map(decode), nextPageToken: rows.length > size && last ? encodePageToken(scope, last.seq) : '' };
+  }
+
+  /** Stores an uploaded public key (the caller keeps the private key). */
+  async create(principal: Principal, request: CreateAuthPublicKeyRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    const accountId = request.spec?.serviceAccountId ?? '';
+    const data = request.spec?.data ?? '';
+    const violations = [...required({ 'spec.service_account_id': accountId, 'spec.data': data }), ...expiryViolations('spec.expires_at', request.spec?.expiresAt)];
+    violations.push(...nameViolations('metadata.name', request.metadata?.name ?? ''));
+    if (violations.length > 0) throw invalid(violations);
+    const parsed = parsePublicKeyPem(data);
+    const { row } = await this.insert(principal, request.metadata, {
+      accountId,
+      parsed,
+      description: request.spec?.description ?? '',
+      expiresAt: request.spec?.expiresAt,
+      operation: { description: 'Create public key', request: packOperationRequest(CreateAuthPublicKeyRequestSchema, request), headers },
+    });
+    return row;
+  }
+
+  /**
+   * Generates an RSA 2048 key pair and stores the public half. The private key is in the answer
+   * only: it is not stored, not logged, and not in the operation (its request has no secret).
+   */
+  async generate(principal: Principal, request: GenerateAuthPublicKeyRequest, headers: RecordedHeaders = {}): Promise<{ key: AuthPublicKey; privateKey: string }> {
+    const accountId = request.spec?.serviceAccountId ?? '';
+    const violations = [...required({ 'spec.service_account_id': accountId }), ...expiryViolations('spec.expires_at', request.spec?.expiresAt)];
+    violations.push(...nameViolations('metadata.name', request.metadata?.name ?? ''));
+    if (violations.length > 0) throw invalid(violations);
+    // Check access before spending ~100 ms of CPU on a key pair.
+    await this.accountOf(principal, accountId, request.metadata?.parentId ?? '');
+    const pair = await generateKeyPairAsync('rsa', { modulusLength: 2048 });
+    const parsed = parsePublicKeyPem(pair.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    const { key } = await this.insert(principal, request.metadata, {
+      accountId,
+      parsed,
+      description: request.spec?.description ?? '',
+      expiresAt: request.spec?.expiresAt,
+      operation: { description: 'Generate public key', request: packOperationRequest(GenerateAuthPublicKeyRequestSchema, request), headers },
+    });
+    return { key, privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+  }
+
+  activate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    return this.setActive(principal, id, true, packOperationRequest(ActivateAuthPublicKeyRequestSchema, create(ActivateAuthPublicKeyRequestSchema, { id })), headers);
+  }
+
+  deactivate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    return this.setActive(principal, id, false, packOperationRequest(DeactivateAuthPublicKeyRequestSchema, create(DeactivateAuthPublicKeyRequestSchema, { id })), headers);
+  }
+
+  async delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+    requireFields({ id });
+    return this.knex.transaction(async (trx) => {
+      const row = await this.keys.lock(id, trx);
+      if (!row) throw keyNotFound(id);
+      authorize(principal, 'mutate', row.parent_id);
+      await this.keys.delete(id, trx);
+      return this.finished(trx, principal, row, 'Delete public key', packOperationRequest(DeleteAuthPublicKeyRequestSchema, create(DeleteAuthPublicKeyRequestSchema, { id })), headers);
+    });
+  }
+
+  /** The key as the token exchange checks it (no access rules: the JWT's signature is the proof). */
+  async findForExchange(id: string): Promise<JwtPublicKey | undefined> {
+    const row = await this.keys.findById(id);
+    return row ? { serviceAccountId: row.service_account_id, publicKey: row.public_key_pem, active: row.active, expiresAt: row.expires_at } : undefined;
+  }
+
+  private async setActive(principal: Principal, id: string, active: boolean, request: Uint8Array, headers: RecordedHeaders): Promise<OperationRow> {
+    requireFields({ id });
+    return this.knex.transaction(async (trx) => {
+      const row = await this.keys.lock(id, trx);
+      if (!row) throw keyNotFound(id);
+      authorize(principal, 'mutate', row.parent_id);
+      const key = decode(row);
+      key.status ??= create(AuthPublicKeyStatusSchema);
+      key.status.active = active;
+      const metadata = key.metadata;
+      if (metadata) {
+        metadata.resourceVersion += 1n;
+        metadata.updatedAt = timestampFromDate(new Date());
+      }
+      await this.keys.update({ id, active, resource_version: Number(metadata?.resourceVersion ?? 0n), data: toBinary(AuthPublicKeySchema, key) }, trx);
+      return this.finished(trx, principal, row, active ? 'Activate public key' : 'Deactivate public key', request, headers);
+    });
+  }
+
+  /** The account a new key belongs to, after checking the caller may add keys to its project. */
+  private async accountOf(principal: Principal, accountId: string, parentId: string, trx?: Knex) {
+    const account = await this.accounts.find(accountId, trx);
+    if (!account) throw new AppError('not_found', `service account ${accountId} not found`, { resourceId: accountId });
+    const projectId = account.metadata?.parentId ?? '';
+    if (parentId !== '' && parentId !== projectId) {
+      throw invalid([{ field: 'metadata.parent_id', message: `must be empty or the service account's project ${projectId}` }]);
+    }
+    authorize(principal, 'mutate', projectId);
+    return account;
+  }
+
+  private async insert(
+    principal: Principal,
+    metadata: ResourceMetadata | undefined,
+    input: {
+      accountId: string;
+      parsed: ParsedPublicKey;
+      description: string;
+      expiresAt: Timestamp | undefined;
+      operation: { description: string; request: Uint8Array; headers: RecordedHeaders };
+    },
+  ): Promise<{ key: AuthPublicKey; row: OperationRow }> {
+    return this.knex.transaction(async (trx) => {
+      const account = await this.accountOf(principal, input.accountId, metadata?.parentId ?? '', trx);
+      const projectId = account.metadata?.parentId ?? '';
+      const id = `publickey-${randomBytes(10).toString('hex')}`;
+      const now = timestampFromDate(new Date());
+      const key = create(AuthPublicKeySchema, {
+        metadata: { id, parentId: projectId, name: metadata?.name ?? '', labels: metadata?.labels ?? {}, resourceVersion: 1n, createdAt: now, updatedAt: now },
+        spec: { serviceAccountId: input.accountId, data: input.parsed.pem, description: input.description, expiresAt: input.expiresAt },
+        status: { active: true, fingerprint: input.parsed.fingerprint, algorithm: input.parsed.algorithm },
+      });
+      await this.keys
+        .insert(
+          {
+            id,
+            parent_id: projectId,
+            service_account_id: input.accountId,
+            fingerprint: input.parsed.fingerprint,
+            active: true,
+            expires_at: input.expiresAt ? timestampDate(input.expiresAt) : null,
+            public_key_pem: input.parsed.pem,
+            resource_version: 1,
+            data: toBinary(AuthPublicKeySchema, key),
+          },
+          trx,
+        )
+        .catch((error: unknown) => {
+          if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') {
+            throw new AppError('already_exists', `service account ${input.accountId} already has the key ${input.parsed.fingerprint}`, { resourceId: input.accountId });
+          }
+          throw error;
+        });
+      const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation.description, input.operation.request, input.operation.headers);
+      return { key, row };
+    });
+  }
+
+  private finished(trx: Knex, principal: Principal, key: Pick<PublicKeyRow, 'id' | 'parent_id'>, description: string, request: Uint8Array, headers: RecordedHeaders) {
+    return this.operations.begin(trx, {
+      service: IAM_SERVICE,
+      description,
+      createdBy: principal.id,
+      resourceId: key.id,
+      parentId: key.parent_id,
+      request,
+      requestHeaders: headers,
+      status: okStatus(),
+    });
+  }
+}
+
+function decode(row: PublicKeyRow): AuthPublicKey {
+  return fromBinary(AuthPublicKeySchema, row.data);
+}
+
+function keyNotFound(id: string): AppError {
+  return new AppError('not_found', `public key ${id} not found`, { resourceId: id });
+}
+
+function expiryViolations(field: string, expiresAt: Timestamp | undefined): Violation[] {
+  return expiresAt && timestampDate(expiresAt).getTime() <= Date.now() ? [{ field, message: 'must be in the future' }] : [];
+}
