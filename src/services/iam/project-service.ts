@@ -107,12 +107,14 @@ export class ProjectService {
     return this.resources.get(principal, id);
   }
 
+  /** An empty `parent_id` means the tenant (there is only one, and clients need not know its id). */
   getByName(principal: Principal, parentId: string, name: string): Promise<Project> {
-    return this.resources.getByName(principal, parentId, name);
+    return this.resources.getByName(principal, parentId || this.tenantId, name);
   }
 
+  /** An empty `parent_id` means the tenant. */
   list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<Project>> {
-    return this.resources.list(principal, request);
+    return this.resources.list(principal, { ...request, parentId: request.parentId || this.tenantId });
   }
 
   /** An empty `metadata.parent_id` means the tenant (there is only one). */

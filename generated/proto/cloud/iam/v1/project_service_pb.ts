@@ -47,7 +47,7 @@ export const GetProjectRequestSchema: GenMessage<GetProjectRequest> = /*@__PURE_
  */
 export type GetProjectByNameRequest = Message<"cloud.iam.v1.GetProjectByNameRequest"> & {
   /**
-   * The id of the parent (the tenant). MUST be set.
+   * The id of the parent (the tenant); empty means the installation's tenant.
    *
    * @generated from field: string parent_id = 1;
    */
@@ -75,7 +75,7 @@ export const GetProjectByNameRequestSchema: GenMessage<GetProjectByNameRequest> 
  */
 export type ListProjectsRequest = Message<"cloud.iam.v1.ListProjectsRequest"> & {
   /**
-   * The id of the parent (the tenant). MUST be set.
+   * The id of the parent (the tenant); empty means the installation's tenant.
    *
    * @generated from field: string parent_id = 1;
    */
@@ -145,7 +145,7 @@ export const ListProjectsResponseSchema: GenMessage<ListProjectsResponse> = /*@_
  */
 export type CreateProjectRequest = Message<"cloud.iam.v1.CreateProjectRequest"> & {
   /**
-   * The metadata of the new project; `parent_id` (the tenant id) and `name` MUST be set.
+   * The metadata of the new project; `name` MUST be set; `parent_id` is the tenant id or empty.
    *
    * @generated from field: cloud.common.v1.ResourceMetadata metadata = 1;
    */
@@ -253,7 +253,8 @@ export const ProjectService: GenService<{
     output: typeof ListProjectsResponseSchema;
   },
   /**
-   * Creates a project; `metadata.parent_id` (the tenant id) and `metadata.name` MUST be set.
+   * Creates a project; `metadata.name` MUST be set, `metadata.parent_id` MAY be left empty (the
+   * tenant).
    *
    * @generated from rpc cloud.iam.v1.ProjectService.Create
    */
