@@ -8,7 +8,7 @@
  * runner can call `runGrpcContract()` and print its lines in its summary.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { build } from '../src/server/build.js';
+import { signServiceAccountJwt } from '../src/engines/service-account-jwt/index.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ADMIN = { name: 'grpc-contract-admin', password: 'grpc-contract-password' };
@@ -123,8 +124,52 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
         check(`operation ${id} completes`, false);
         return {};
       };
-      const parentId = 'project-contract';
       const I = 'cloud.compute.v1.InstanceService';
+      const P = 'cloud.iam.v1.ProjectService';
+      const SA = 'cloud.iam.v1.ServiceAccountService';
+      const K = 'cloud.iam.v1.AuthPublicKeyService';
+
+      // IAM: a project for the instances, a service account with keys, the token exchange.
+      const project = await call(`${P}/Create`, { metadata: { name: 'contract' }, spec: { description: 'made by buf curl' } });
+      check('ProjectService.Create returns a complete Operation', (project.status as object | undefined) !== undefined, JSON.stringify(project));
+      const parentId = String(project.resourceId ?? '');
+      const projectRead = await call(`${P}/Get`, { id: parentId });
+      const tenant = String((projectRead.metadata as { parentId?: string } | undefined)?.parentId ?? '');
+      await call(`${P}/GetByName`, { parentId: tenant, name: 'contract' });
+      const projects = await call(`${P}/List`, { parentId: tenant });
+      check('ProjectService.List shows the default project', JSON.stringify(projects).includes('"name":"default"'), JSON.stringify(projects));
+      await call(`${P}/Update`, { metadata: { id: parentId }, spec: { description: 'updated by buf curl' } });
+      const account = await call(`${SA}/Create`, { metadata: { parentId, name: 'contract-robot' } });
+      const accountId = String(account.resourceId ?? '');
+      await call(`${SA}/Get`, { id: accountId });
+      await call(`${SA}/GetByName`, { parentId, name: 'contract-robot' });
+      await call(`${SA}/List`, { parentId });
+      await call(`${SA}/Update`, { metadata: { id: accountId }, spec: { description: 'robot' } });
+      const generated = await call(`${K}/Generate`, { spec: { serviceAccountId: accountId } });
+      const keyId = String((generated.key as { metadata?: { id?: string } } | undefined)?.metadata?.id ?? '');
+      const privateKey = String(generated.privateKey ?? '');
+      check('Generate returns the private key once', privateKey.startsWith('-----BEGIN PRIVATE KEY-----'));
+      const uploaded = await call(`${K}/Create`, {
+        spec: { serviceAccountId: accountId, data: generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString() },
+      });
+      await call(`${K}/Get`, { id: keyId });
+      await call(`${K}/List`, { parentId, filter: `service_account_id = "${accountId}"` });
+      await call(`${K}/Deactivate`, { id: String(uploaded.resourceId ?? '') });
+      await call(`${K}/Activate`, { id: String(uploaded.resourceId ?? '') });
+      await call(`${K}/Delete`, { id: String(uploaded.resourceId ?? '') });
+      const anonymous = await bufCurl(url, 'cloud.iam.v1.ProfileService/Get', {}, {});
+      check('ProfileService.Get without a token answers anonymousProfile', anonymous.code === 0 && anonymous.stdout.includes('anonymousProfile'), anonymous.stderr);
+      const jwt = signServiceAccountJwt({ serviceAccountId: accountId, keyId, privateKey });
+      const exchange = { grantType: 'urn:ietf:params:oauth:grant-type:token-exchange', requestedTokenType: 'urn:ietf:params:oauth:token-type:access_token', subjectToken: jwt, subjectTokenType: 'urn:ietf:params:oauth:token-type:jwt' };
+      const exchanged = await bufCurl(url, 'cloud.iam.v1.TokenExchangeService/Exchange', exchange, {});
+      check('TokenExchangeService.Exchange succeeds without a bearer token', exchanged.code === 0, exchanged.stderr);
+      const robotToken = exchanged.code === 0 ? String((JSON.parse(exchanged.stdout) as { accessToken?: string }).accessToken ?? '') : '';
+      const robot = await bufCurl(url, 'cloud.iam.v1.ProfileService/Get', {}, { Authorization: `Bearer ${robotToken}` });
+      check('ProfileService.Get with the exchanged token answers serviceAccountProfile', robot.code === 0 && robot.stdout.includes(accountId), robot.stderr);
+      await expectError('cloud.iam.v1.TokenExchangeService/Exchange', { ...exchange, subjectToken: `${jwt}x` }, 'unauthenticated', {});
+      await expectError(`${P}/Create`, { metadata: { name: 'contract' } }, 'already_exists');
+      await expectError(`${SA}/Create`, { metadata: { parentId: 'project-missing', name: 'x' } }, 'not_found');
+      await expectError(`${P}/Create`, { metadata: { name: 'robot-made' } }, 'permission_denied', { Authorization: `Bearer ${robotToken}` });
 
       await call(`${I}/List`, { parentId });
       const created = await call(`${I}/Create`, { metadata: { parentId, name: 'contract-vm' }, spec: { description: 'made by buf curl' } }, { 'X-Idempotency-Key': 'contract-create-000000000001' });
@@ -147,6 +192,10 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       await expectError(`${I}/Create`, { metadata: { parentId } }, 'invalid_argument');
       await expectError(`${I}/List`, { parentId }, 'unauthenticated', {});
       await expectError(`${I}/Update`, { metadata: { id: resourceId } }, 'invalid_argument', { ...auth, 'X-ResetMask': 'spec.(' });
+      await expectError(`${P}/Delete`, { id: parentId }, 'failed_precondition');
+      await call(`${K}/Delete`, { id: keyId });
+      await call(`${SA}/Delete`, { id: accountId });
+      await call(`${P}/Delete`, { id: parentId });
     } finally {
       await app.close();
     }
