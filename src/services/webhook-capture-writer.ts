@@ -16,19 +16,23 @@ export interface CaptureWriterOptions {
   batchMs: number;
   /** …or as soon as it holds this many captures. */
   batchRows: number;
+  /** Batches written concurrently (default 1). */
+  maxInFlight?: number;
   onError?(error: unknown): void;
 }
 
 /**
- * Group commit for captures: requests arriving together share one transaction and one multi-row
- * INSERT, and each sender is answered only after its row is committed, so an acknowledged capture
- * is never lost. One batch is in flight at a time; while it commits the next one fills, so batch
- * size grows with load and latency stays about one commit. `stop()` writes what is queued.
+ * Group commit for captures: requests arriving together share one multi-row INSERT, and each sender
+ * is answered only after its row is committed, so an acknowledged capture is never lost. Up to
+ * `maxInFlight` batches are written at once (1 on PGlite's single connection); while they commit
+ * the next batch fills, so batch size grows with load and latency stays about one commit.
+ * `stop()` writes what is queued.
  */
 export class CaptureWriter {
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
-  private flushing: Promise<void> | undefined;
+  private inFlight = 0;
+  private readonly idle = new Set<() => void>();
   private stopped = false;
 
   constructor(private readonly options: CaptureWriterOptions) {}
@@ -47,36 +51,41 @@ export class CaptureWriter {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    while (this.flushing || this.queue.length > 0) {
-      await (this.flushing ?? this.flush());
+    while (this.queue.length > 0 || this.inFlight > 0) {
+      if (this.inFlight < this.maxInFlight && this.queue.length > 0) this.startBatch();
+      else await new Promise<void>((resolve) => this.idle.add(resolve));
     }
   }
 
+  private get maxInFlight(): number {
+    return this.options.maxInFlight ?? 1;
+  }
+
   private schedule(): void {
-    if (this.flushing) return; // the running flush picks the queue up when it ends
+    if (this.queue.length === 0 || this.inFlight >= this.maxInFlight) return; // a finishing batch picks the queue up
     if (this.queue.length >= this.options.batchRows || this.options.batchMs === 0) {
-      if (this.timer) clearTimeout(this.timer);
-      this.timer = undefined;
-      void this.flush();
+      this.startBatch();
     } else if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        void this.flush();
+        if (this.inFlight < this.maxInFlight) this.startBatch();
       }, this.options.batchMs);
     }
   }
 
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.options.batchRows);
-        await this.writeBatch(batch);
-      }
-    })().finally(() => {
-      this.flushing = undefined;
+  private startBatch(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.queue.splice(0, this.options.batchRows);
+    if (batch.length === 0) return;
+    this.inFlight++;
+    void this.writeBatch(batch).finally(() => {
+      this.inFlight--;
+      for (const resolve of this.idle) resolve();
+      this.idle.clear();
+      // Group commit: whatever queued up while this batch committed goes out at once.
+      if (this.queue.length > 0 && this.inFlight < this.maxInFlight) this.startBatch();
     });
-    return this.flushing;
   }
 
   private async writeBatch(batch: Pending[]): Promise<void> {
@@ -88,7 +97,6 @@ export class CaptureWriter {
         result = await this.options.store(records);
       } catch (error) {
         failure = error;
-        // Deadlock or serialization failure between processes: the whole batch is safe to retry.
         if (!isRetryable(error)) break;
       }
     }
@@ -101,7 +109,11 @@ export class CaptureWriter {
   }
 }
 
+/**
+ * Safe to retry as a whole: a deadlock or serialization failure between processes, or a route
+ * deleted between the batch's snapshot and its foreign-key check (the retry then skips that route).
+ */
 function isRetryable(error: unknown): boolean {
   const code = typeof error === 'object' && error !== null && 'code' in error ? (error as { code: unknown }).code : undefined;
-  return code === '40P01' || code === '40001';
+  return code === '40P01' || code === '40001' || code === '23503';
 }

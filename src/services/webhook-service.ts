@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { DatabaseKind } from '../store/database.js';
 import type { components } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
 import { AppError, type Violation } from '../errors.js';
@@ -30,6 +31,7 @@ export class WebhookService {
 
   constructor(
     knex: Knex,
+    kind: DatabaseKind,
     private readonly config: Config,
     onError: (error: unknown) => void = () => undefined,
   ) {
@@ -39,6 +41,8 @@ export class WebhookService {
       store: (records) => this.repository.storeBatch(records, config.webhookMaxRequests),
       batchMs: config.webhookBatchMs,
       batchRows: config.webhookBatchRows,
+      // PGlite has one connection; on PostgreSQL a few batches overlap (each commit waits for its fsync).
+      maxInFlight: kind === 'pglite' ? 1 : 4,
       onError,
     });
   }

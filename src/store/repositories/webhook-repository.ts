@@ -28,8 +28,6 @@ export interface BatchResult {
 
 /** The NOTIFY channel that tells every server process about new captures and deleted routes. */
 export const WEBHOOK_CHANNEL = 'webhook_events';
-/** Sequence numbers per NOTIFY message: keeps payloads far below PostgreSQL's 8000-byte limit. */
-const SEQS_PER_NOTIFY = 300;
 
 const CAPTURE_COLUMNS = ['id', 'route_id', 'seq', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'size', 'truncated', 'body', 'remote_address', 'http_version'] as const;
 
@@ -93,88 +91,77 @@ export class WebhookRepository {
   }
 
   /**
-   * Stores one group commit in one transaction: locks the live routes in id order (so processes
-   * writing to the same routes never deadlock), counts the new rows on each route, inserts all
-   * captures of live routes in one multi-row INSERT, evicts the oldest beyond `maxPerRoute`, and
-   * NOTIFYs the new sequence numbers (delivered on commit). Captures of deleted or expired routes are
-   * not stored: the route row decides at commit time, whatever a cache believed.
+   * Stores one group commit in ONE statement (one round trip, atomic, no explicit transaction):
+   * inserts the captures of live routes (a route deleted or expired meanwhile gets nothing stored,
+   * whatever a cache believed: the join sees the route row, the foreign key check sees commits
+   * made since), adds them to each route's count and NOTIFYs their sequence numbers (delivered on
+   * commit). Routes that went over `maxPerRoute` are trimmed oldest-first right after.
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
-    const perRoute = new Map<string, number>();
-    for (const record of records) perRoute.set(record.routeId, (perRoute.get(record.routeId) ?? 0) + 1);
-    const routeIds = [...perRoute.keys()].sort();
-    return this.knex.transaction(async (trx) => {
-      const counted = await trx.raw(
-        `WITH locked AS MATERIALIZED (
-           SELECT id FROM webhook_routes WHERE id = ANY(?::uuid[]) AND expires_at > now() ORDER BY id FOR UPDATE
-         ), added AS (
-           SELECT unnest(?::uuid[]) AS id, unnest(?::int[]) AS n
-         )
-         UPDATE webhook_routes r SET request_count = r.request_count + added.n
-         FROM added JOIN locked ON locked.id = added.id
-         WHERE r.id = added.id
-         RETURNING r.id, r.request_count`,
-        [arrayLiteral(routeIds), arrayLiteral(routeIds), arrayLiteral(routeIds.map((id) => String(perRoute.get(id))))],
+    const row = '(?::uuid, ?::uuid, ?::timestamptz, ?, ?, ?, ?::jsonb, ?, ?::int, ?::boolean, ?::bytea, ?, ?, ?::int)';
+    const bindings: unknown[] = [];
+    records.forEach((record, index) => {
+      bindings.push(
+        record.id,
+        record.routeId,
+        record.receivedAt,
+        record.method,
+        record.path,
+        record.query,
+        JSON.stringify(record.headers),
+        record.contentType,
+        record.size,
+        record.truncated,
+        record.body,
+        record.remoteAddress,
+        record.httpVersion,
+        index,
       );
-      const counts = new Map<string, number>((rowsOf<{ id: string; request_count: number }>(counted)).map((row) => [row.id, Number(row.request_count)]));
-      const liveRoutes = new Set(counts.keys());
-      const live = records.filter((record) => liveRoutes.has(record.routeId));
-      if (live.length === 0) return { liveRoutes, stored: [] };
-
-      const placeholders = live.map(() => '(?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)').join(', ');
-      const bindings: unknown[] = [];
-      for (const record of live) {
-        bindings.push(
-          record.id,
-          record.routeId,
-          record.receivedAt,
-          record.method,
-          record.path,
-          record.query,
-          JSON.stringify(record.headers),
-          record.contentType,
-          record.size,
-          record.truncated,
-          record.body,
-          record.remoteAddress,
-          record.httpVersion,
-        );
-      }
-      const inserted = await trx.raw(
-        `INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version)
-         VALUES ${placeholders} RETURNING id, route_id, seq`,
-        bindings as Knex.RawBinding[],
-      );
-      const stored = rowsOf<{ id: string; route_id: string; seq: number }>(inserted).map((row) => ({ id: row.id, routeId: row.route_id, seq: Number(row.seq) }));
-
-      for (const [routeId, count] of counts) {
-        if (count <= maxPerRoute) continue;
-        await trx.raw(
-          `WITH gone AS (
-             DELETE FROM webhook_requests WHERE route_id = ? AND seq IN (
-               SELECT seq FROM webhook_requests WHERE route_id = ? ORDER BY seq LIMIT ?
-             ) RETURNING 1
-           )
-           UPDATE webhook_routes SET request_count = request_count - (SELECT count(*) FROM gone) WHERE id = ?`,
-          [routeId, routeId, count - maxPerRoute, routeId],
-        );
-      }
-
-      const payloads: string[] = [];
-      const seqsByRoute = new Map<string, number[]>();
-      for (const row of stored) {
-        const list = seqsByRoute.get(row.routeId) ?? [];
-        list.push(row.seq);
-        seqsByRoute.set(row.routeId, list);
-      }
-      for (const [routeId, seqs] of seqsByRoute) {
-        for (let start = 0; start < seqs.length; start += SEQS_PER_NOTIFY) {
-          payloads.push(`c ${routeId} ${seqs.slice(start, start + SEQS_PER_NOTIFY).join(',')}`);
-        }
-      }
-      await trx.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [WEBHOOK_CHANNEL, arrayLiteral(payloads)]);
-      return { liveRoutes, stored };
     });
+    bindings.push(WEBHOOK_CHANNEL);
+    const result = await this.knex.raw(
+      `WITH v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, ord) AS (
+         VALUES ${records.map(() => row).join(', ')}
+       ), ins AS (
+         INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version)
+         SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version
+         FROM v JOIN webhook_routes r ON r.id = v.route_id AND r.expires_at > now()
+         ORDER BY v.ord
+         RETURNING id, route_id, seq
+       ), added AS (
+         SELECT route_id, count(*)::int AS n, string_agg(seq::text, ',' ORDER BY seq) AS seqs FROM ins GROUP BY route_id
+       ), counted AS (
+         UPDATE webhook_routes r SET request_count = r.request_count + added.n FROM added WHERE r.id = added.route_id RETURNING r.id, r.request_count
+       ), notified AS (
+         SELECT pg_notify(?, 'c ' || route_id || ' ' || seqs) FROM added
+       )
+       SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
+       FROM ins JOIN counted ON counted.id = ins.route_id`,
+      bindings as Knex.RawBinding[],
+    );
+    const rows = rowsOf<{ id: string; route_id: string; seq: number; request_count: number }>(result);
+    const liveRoutes = new Set<string>();
+    const overCap = new Map<string, number>();
+    const stored = rows.map((stored) => {
+      liveRoutes.add(stored.route_id);
+      if (Number(stored.request_count) > maxPerRoute) overCap.set(stored.route_id, Number(stored.request_count) - maxPerRoute);
+      return { id: stored.id, routeId: stored.route_id, seq: Number(stored.seq) };
+    });
+    for (const [routeId, excess] of overCap) await this.evictOldest(routeId, excess);
+    return { liveRoutes, stored };
+  }
+
+  /** Drops a route's `count` oldest captures and keeps its count right. */
+  private async evictOldest(routeId: string, count: number): Promise<void> {
+    await this.knex.raw(
+      `WITH gone AS (
+         DELETE FROM webhook_requests WHERE route_id = ? AND seq IN (
+           SELECT seq FROM webhook_requests WHERE route_id = ? ORDER BY seq LIMIT ?
+         ) RETURNING 1
+       )
+       UPDATE webhook_routes SET request_count = request_count - (SELECT count(*) FROM gone) WHERE id = ?`,
+      [routeId, routeId, count, routeId],
+    );
   }
 
   /** One page of a route's captures, newest first, strictly older than `beforeSeq` when given. */

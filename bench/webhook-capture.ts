@@ -1,0 +1,149 @@
+/**
+ * `npm run bench:webhooks`: 1 KB JSON POSTs to a webhook route through the real server (PGlite in a
+ * temporary data directory by default, PostgreSQL when DATABASE_URL is set), against a raw node:http
+ * server answering the same requests without storing them, in one run. The server is pinned to core 0
+ * and wrk to core 1. Afterwards the server is stopped gracefully and the stored captures are counted
+ * straight from the database: every 2xx answer must have its row (none lost); a few more rows than
+ * answers are allowed (requests in flight when wrk stopped were stored but their answers not counted).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openDatabase } from '../src/store/database.js';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const TARGET = 5000;
+
+if (!existsSync('/usr/bin/wrk')) {
+  console.error('bench:webhooks needs wrk: apt-get install -y wrk');
+  process.exit(2);
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
+const payload = JSON.stringify({ event: 'bench', data: 'x'.repeat(1024 - 30) }).slice(0, 1024);
+const body = payload.length < 1024 ? payload.replace('"}', `${'y'.repeat(1024 - payload.length)}"}`) : payload;
+const script = join(scratch, 'post.lua');
+writeFileSync(
+  script,
+  `wrk.method = "POST"\nwrk.body = ${JSON.stringify(body)}\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["X-Bench"] = "1"\n`,
+);
+
+const adminUrl = process.env.DATABASE_URL;
+const dbName = `cfs_bench_webhooks_${process.pid}`;
+let databaseUrl: string | undefined;
+if (adminUrl) {
+  await adminQuery(adminUrl, `CREATE DATABASE ${dbName}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${dbName}`;
+  databaseUrl = url.toString();
+}
+const dataDir = join(scratch, 'data');
+const children: ChildProcess[] = [];
+try {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
+    PORT: '0',
+    DATA_DIR: dataDir,
+    // Keep every capture so the stored count can be compared with the answers.
+    WEBHOOK_MAX_REQUESTS: '10000000',
+  };
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
+  else delete env.DATABASE_URL;
+
+  const raw = await startChild(['--import', 'tsx', 'bench/raw-webhook-server.ts'], env);
+  wrk(raw.port, '/', 2);
+  const baseline = wrk(raw.port, '/', SECONDS);
+  await stopChild(raw.child);
+
+  const full = await startChild(['--import', 'tsx', 'bench/full-server.ts'], env);
+  const created = await fetch(`http://127.0.0.1:${full.port}/routes`, { method: 'POST' });
+  const { routeId } = (await created.json()) as { routeId: string };
+  const warm = wrk(full.port, `/${routeId}`, 2);
+  const capture = wrk(full.port, `/${routeId}`, SECONDS);
+  // Graceful stop: the capture writer flushes, so what was acknowledged must be in the store now.
+  await stopChild(full.child);
+
+  const db = await openDatabase(databaseUrl ? { databaseUrl } : { dataDir });
+  const [row] = (await db.knex('webhook_requests').where({ route_id: routeId }).count({ count: '*' })) as Array<{ count: number | string }>;
+  await db.close();
+  const stored = Number(row?.count ?? 0);
+  const acknowledged = warm.ok + capture.ok;
+  const lost = Math.max(0, acknowledged - stored);
+
+  const store = databaseUrl ? 'PostgreSQL' : 'PGlite';
+  console.log(`webhook capture, 1 KB JSON POST, ${CONNECTIONS} connections, ${SECONDS} s, store ${store}`);
+  console.log(`  raw node:http (no storage)   ${baseline.rps.toFixed(0).padStart(7)} req/s`);
+  console.log(`  capture (stored, acked)      ${capture.rps.toFixed(0).padStart(7)} req/s   ratio ${(capture.rps / baseline.rps).toFixed(2)}   target ${TARGET} req/s`);
+  console.log(`  latency p50 ${capture.p50}  p99 ${capture.p99}`);
+  console.log(`  2xx answers ${acknowledged}, non-2xx ${warm.non2xx + capture.non2xx}, rows stored ${stored}, lost ${lost}`);
+  if (lost > 0 || stored > acknowledged + 2 * CONNECTIONS || warm.non2xx + capture.non2xx > 0) {
+    console.error('FAIL: stored captures do not match the acknowledged requests');
+    process.exitCode = 1;
+  } else if (capture.rps < TARGET) {
+    console.warn(`below the ${TARGET} req/s target on this machine`);
+  }
+} finally {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  if (adminUrl) await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+interface WrkResult {
+  rps: number;
+  ok: number;
+  non2xx: number;
+  p50: string;
+  p99: string;
+}
+
+function wrk(port: number, path: string, seconds: number): WrkResult {
+  const output = execFileSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}${path}`], { encoding: 'utf8' });
+  const total = Number(/(\d+) requests in/.exec(output)?.[1] ?? 0);
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
+  const errors = /Socket errors: (.*)/.exec(output)?.[1];
+  if (errors) console.warn(`  wrk socket errors: ${errors}`);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0),
+    ok: total - non2xx,
+    non2xx,
+    p50: /50%\s+(\S+)/.exec(output)?.[1] ?? '?',
+    p99: /99%\s+(\S+)/.exec(output)?.[1] ?? '?',
+  };
+}
+
+function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening (\d+)/.exec(output);
+      if (match) resolve({ child, port: Number(match[1]) });
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
