@@ -26,6 +26,7 @@ import {
 import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
 import { api_service_name } from '../generated/proto/cloud/annotations_pb.js';
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
+import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
 import * as reflectionV1 from '../generated/proto/grpc/reflection/v1/reflection_pb.js';
 import * as reflectionV1alpha from '../generated/proto/grpc/reflection/v1alpha/reflection_pb.js';
 import { GrpcCallError, GrpcTestClient, expectGrpcError } from '../test/support/grpc.js';
@@ -137,13 +138,19 @@ export async function runGrpcClientContract(): Promise<GrpcClientOutcome> {
     const served = new Map<string, { service: DescService; method: DescService['methods'][number] }>(services.flatMap((service) => service.methods.map((method) => [`/${service.typeName}/${method.name}`, { service, method }] as const)));
     rpcs = served.size;
 
+    // Instances need real projects (IAM): one per name, made by the admin on first use.
+    const projects = new Map<string, Promise<string>>();
+    const projectNamed = (name: string): Promise<string> => {
+      if (!projects.has(name)) projects.set(name, client.call(ProjectService.method.create, { metadata: { name } }, { token: admin }).then(({ message }) => message.resourceId));
+      return projects.get(name) as Promise<string>;
+    };
     const memos = new Map<string, Promise<unknown>>();
     const ctx: RpcContext = {
       grpc: client,
       admin,
       reader,
-      project: 'project-grpccontract',
-      projectFor: async (suffix) => `project-grpccontract${suffix.replace(/[^A-Za-z0-9]/g, '')}`,
+      project: await projectNamed('grpccontract'),
+      projectFor: (suffix) => projectNamed(`grpccontract-${suffix}`),
       memo: <T>(key: string, make: () => Promise<T>) => {
         if (!memos.has(key)) memos.set(key, make());
         return memos.get(key) as Promise<T>;

@@ -18,6 +18,7 @@ import * as reflectionV1 from '../../generated/proto/grpc/reflection/v1/reflecti
 import * as reflectionV1alpha from '../../generated/proto/grpc/reflection/v1alpha/reflection_pb.js';
 import type { GrpcTestClient } from '../support/grpc.js';
 import type { StatusName } from './grpc-checks.js';
+import { IAM_RPC_CASES } from './grpc-cases-iam.js';
 
 export interface RpcContext {
   grpc: GrpcTestClient;
@@ -264,4 +265,5 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
     fails('INVALID_ARGUMENT', 'a negative page size', (ctx) => ctx.grpc.call(I.listOperationsByParent, { parentId: ctx.project, pageSize: -5n }, { token: ctx.admin })),
     fails('UNAUTHENTICATED', 'no token', (ctx) => ctx.grpc.call(I.listOperationsByParent, { parentId: ctx.project }, NONE)),
   ],
+  ...IAM_RPC_CASES,
 };
