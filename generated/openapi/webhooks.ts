@@ -178,8 +178,7 @@ export interface paths {
         delete: operations["captureDelete"];
         /** Captures an OPTIONS request. */
         options: operations["captureOptions"];
-        /** Captures a HEAD request (the answer has no body). */
-        head: operations["captureHead"];
+        head?: never;
         /** Captures a PATCH request. */
         patch: operations["capturePatch"];
         trace?: never;
@@ -212,8 +211,7 @@ export interface paths {
         delete: operations["captureSubPathDelete"];
         /** Captures an OPTIONS request on a sub-path. */
         options: operations["captureSubPathOptions"];
-        /** Captures a HEAD request on a sub-path (the answer has no body). */
-        head: operations["captureSubPathHead"];
+        head?: never;
         /** Captures a PATCH request on a sub-path. */
         patch: operations["captureSubPathPatch"];
         trace?: never;
@@ -703,7 +701,25 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
+            /** @description No such route (or it expired); a browser (no `application/json` in `Accept`) gets an HTML page saying so. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "No such route."
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                    /** @example <!doctype html><html>…Route not found…</html> */
+                    "text/html": string;
+                };
+            };
         };
     };
     deleteRoute: {
@@ -1006,26 +1022,6 @@ export interface operations {
             default: components["responses"]["ConfiguredResponse"];
         };
     };
-    captureHead: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The route's id (a random UUID v4, from `POST /routes`).
-                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
-                 */
-                routeId: components["parameters"]["RouteId"];
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: components["responses"]["CaptureAck"];
-            404: components["responses"]["NotFound"];
-            default: components["responses"]["ConfiguredResponse"];
-        };
-    };
     capturePatch: {
         parameters: {
             query?: never;
@@ -1147,31 +1143,6 @@ export interface operations {
         };
     };
     captureSubPathOptions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /**
-                 * @description The route's id (a random UUID v4, from `POST /routes`).
-                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
-                 */
-                routeId: components["parameters"]["RouteId"];
-                /**
-                 * @description The rest of the path after the route id.
-                 * @example github
-                 */
-                subPath: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: components["responses"]["CaptureAck"];
-            404: components["responses"]["NotFound"];
-            default: components["responses"]["ConfiguredResponse"];
-        };
-    };
-    captureSubPathHead: {
         parameters: {
             query?: never;
             header?: never;

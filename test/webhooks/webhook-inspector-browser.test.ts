@@ -41,7 +41,7 @@ browserTest('a webhook appears on the open page without a reload, and a captured
   await expect(entry.locator('summary .method').textContent()).resolves.toBe('POST');
   await entry.locator('summary').click();
   await expect(entry.locator('pre.body').first().textContent()).resolves.toBe(script);
-  expect(await page.evaluate(() => (window as unknown as { __pwned?: boolean }).__pwned)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as { __pwned?: boolean }).__pwned)).toBeUndefined();
   expect(await page.locator('#requests script, #requests img').count()).toBe(0);
 
   // The newest capture goes on top, live as well.
