@@ -81,5 +81,11 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
 /** Turns anything thrown into an AppError; unknown failures become `internal` with the cause kept for logs. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  // PostgreSQL refuses text it cannot store (a NUL character, SQLSTATE 22021 / 22P05): the input's
+  // fault, not the server's. Engines reject it with the field named first; this is the safety net.
+  const sqlState = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (sqlState === '22021' || sqlState === '22P05') {
+    return new AppError('invalid_argument', 'text must not contain NUL characters', { violations: [{ field: '', message: 'must not contain NUL characters' }], cause: error });
+  }
   return new AppError('internal', 'Internal Server Error', { cause: error });
 }

@@ -87,7 +87,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     handlers: {
       notFound: () => fail('not_found', 'Not Found'),
       methodNotAllowed: () => fail('not_found', 'Not Found'),
-      validationFail: (context: Context) => fail('invalid_argument', 'Bad Request', violationsOf(context)),
+      validationFail: (context: Context) => (onlyPathInvalid(context) ? fail('not_found', 'Not Found') : fail('invalid_argument', 'Bad Request', violationsOf(context))),
       notImplemented: () => fail('internal', 'not implemented'),
       unauthorizedHandler: () => fail('unauthenticated', 'Unauthorized'),
     },
@@ -102,6 +102,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       call.query = context.request.query as Record<string, unknown>;
       call.body = context.request.requestBody;
       call.security = (context.security ?? {}) as Record<string, unknown>;
+      rejectNulCharacters(call, context);
       return (handler as (call: RestCall) => Promise<RestReply> | RestReply)(call);
     });
   }
@@ -117,6 +118,9 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;
   const templates = new Map(operations.map((operation) => [operation.operationId, operation.path]));
+  const declaredQuery = new Map(
+    operations.map((operation) => [operation.operationId, new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : [])))]),
+  );
 
   async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
     const url = req.url ?? '/';
@@ -134,9 +138,15 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     };
     let reply: RestReply;
     try {
-      const body = await readJsonBody(req, limit);
+      let query = queryAt === -1 ? '' : url.slice(queryAt + 1);
+      const hasBody = Boolean(req.headers['content-length'] && req.headers['content-length'] !== '0') || Boolean(req.headers['transfer-encoding']);
+      // Only requests with a query or a body pay for matching the operation twice.
+      const operation = query !== '' || hasBody ? api.router.matchOperation({ method: req.method ?? 'GET', path, headers: {} }) : undefined;
+      if (operation && query !== '') query = withoutUnknownParameters(query, declaredQuery.get(operation.operationId));
+      // An operation that takes no body ignores one (a DELETE with a body is not a client error).
+      const body = operation && !operation.requestBody ? await readBody(req, limit).then(() => undefined) : await readJsonBody(req, limit);
       reply = (await api.handleRequest(
-        { method: req.method ?? 'GET', path, query: queryAt === -1 ? '' : url.slice(queryAt + 1), headers: req.headers as Record<string, string>, body },
+        { method: req.method ?? 'GET', path, query, headers: req.headers as Record<string, string>, body },
         call,
       )) as RestReply;
     } catch (error) {
@@ -149,6 +159,28 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   }
 
   return { api, handle };
+}
+
+/**
+ * Drops the query parameters an operation does not declare, so they are ignored rather than
+ * rejected: clients add cache busters and tracking parameters, a newer client may send a parameter
+ * an older server does not know yet, and the contracts document no 400 for operations without query
+ * parameters. Declared parameters are still validated strictly.
+ */
+export function withoutUnknownParameters(query: string, declared: Set<string> | undefined): string {
+  return query
+    .split('&')
+    .filter((pair) => {
+      const raw = (pair.split('=', 1)[0] ?? '').replace(/\+/g, ' ');
+      let name = raw;
+      try {
+        name = decodeURIComponent(raw);
+      } catch {
+        return false;
+      }
+      return declared?.has(name) ?? false;
+    })
+    .join('&');
 }
 
 async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
@@ -182,6 +214,40 @@ function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string,
   headers['content-length'] = Buffer.byteLength(payload);
   (res as ServerResponse).writeHead(reply.status, headers);
   res.end(payload);
+}
+
+/**
+ * A path parameter outside its schema (an over-long id, a malformed UUID) names no resource that can
+ * exist: on an operation that documents 404 but no 400, that is what the client gets.
+ */
+function onlyPathInvalid(context: Context): boolean {
+  const errors = context.validation.errors ?? [];
+  const responses = context.operation?.responses ?? {};
+  return errors.length > 0 && '404' in responses && !('400' in responses) && errors.every((error) => error.instancePath.startsWith('/path/'));
+}
+
+/** The dotted path of the first string holding a NUL character, or undefined. */
+export function nulPath(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const found = nulPath(item, path === '' ? key : `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * PostgreSQL cannot store a NUL character in text, so no contract value may hold one: a path
+ * parameter names no resource (404 where the operation documents no 400), anything else is a 400
+ * naming the field.
+ */
+function rejectNulCharacters(call: RestCall, context: Context): void {
+  const responses = context.operation?.responses ?? {};
+  const inPath = nulPath(call.params);
+  if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new AppError('not_found', 'Not Found');
+  const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
+  if (field !== undefined) throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
 }
 
 /** Turns ajv's errors into `{field, message}` entries that name the request part and property. */
