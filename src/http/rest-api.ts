@@ -150,7 +150,9 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
         call,
       )) as RestReply;
     } catch (error) {
-      const appError = toAppError(error);
+      // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
+      const appError =
+        error instanceof URIError ? new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] }) : toAppError(error);
       if (appError.code === 'internal') options.onError?.(error, requestId);
       reply = options.renderError(appError);
     }

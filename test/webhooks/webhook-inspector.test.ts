@@ -193,6 +193,8 @@ describe('inspection', () => {
     const { routeId } = await createRoute(server);
     expect((await server.request('GET', `/inspect/${routeId}?before=abc`, { headers: { accept: 'application/json' } })).status).toBe(400);
     expect((await server.request('GET', `/inspect/${routeId}/requests/nope`)).status).toBe(400);
+    expect((await rawRequest(`${server.url}/inspect/%ZZ`, 'GET')).status).toBe(400);
+    expect((await rawRequest(`${server.url}/inspect/${routeId}/requests/%ZZ`, 'GET')).status).toBe(400);
   });
 
   test('deleting a route stops capture at once and removes its captures', async () => {
