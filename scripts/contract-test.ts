@@ -1,6 +1,10 @@
 /**
- * `npm run test:contract [name…]`: dredd against the real server, for every contracts/openapi/*.yaml
- * (or the names given).
+ * `npm run test:contract [name…]`: every contract test against live servers — dredd for every
+ * contracts/openapi/*.yaml, then the gRPC contract tests (a @grpc/grpc-js client over every RPC the
+ * server serves, scripts/grpc-client-contract.ts, and `buf curl`, scripts/grpc-contract-test.ts), then
+ * fuzzing of every OpenAPI operation (scripts/fuzz-contract.ts). Names narrow the run: OpenAPI
+ * contract names (dredd and fuzzing of those), `grpc` (both gRPC tests), `fuzz` (fuzzing only).
+ * It ends with the count of operations exercised and fails if any operation was not.
  *
  * Each contract gets its own server over its own empty database (a fresh PGlite data directory, or a
  * fresh database on DATABASE_URL's server, dropped afterwards), so a hooks file may assume a clean
@@ -24,6 +28,9 @@ import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../src/config.js';
 import { build } from '../src/server/build.js';
+import { runGrpcClientContract } from './grpc-client-contract.js';
+import { runGrpcContract } from './grpc-contract-test.js';
+import { runFuzzContract } from './fuzz-contract.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
@@ -40,6 +47,12 @@ interface Outcome {
   contract: string;
   ok: boolean;
   lines: string[];
+  /** Documented `METHOD path status` responses, and those a passing dredd transaction exercised. */
+  responses?: number;
+  responsesPassed?: number;
+  /** Operations of the document, and those every documented response of which passed. */
+  operations?: number;
+  operationsExercised?: number;
 }
 
 /** Every `METHOD path status` the document promises. */
@@ -137,7 +150,11 @@ async function runContract(contract: string): Promise<Outcome> {
     const allowSkips = process.env.CONTRACT_ALLOW_SKIPS === '1';
     const unexercised = allowSkips ? missing.filter((key) => !skipped.some((entry) => `${entry.method} ${entry.path} ${entry.status}` === key)) : missing;
     const ok = lines.every((line) => !line.startsWith('dredd exited')) && failed.length === 0 && unexercised.length === 0;
-    return { contract, ok, lines };
+    const documented = documentedResponses(yaml);
+    const operationOf = (key: string) => key.split(' ').slice(0, 2).join(' ');
+    const operations = new Set(documented.map(operationOf));
+    const exercised = [...operations].filter((operation) => !missing.some((key) => operationOf(key) === operation));
+    return { contract, ok, lines, responses: documented.length, responsesPassed: documented.length - missing.length, operations: operations.size, operationsExercised: exercised.length };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
     await store.remove();
@@ -149,17 +166,57 @@ async function main(): Promise<void> {
     .filter((file) => file.endsWith('.yaml'))
     .map((file) => file.replace(/\.yaml$/, ''))
     .sort();
-  const wanted = process.argv.slice(2);
-  const unknown = wanted.filter((name) => !all.includes(name));
-  if (unknown.length > 0) throw new Error(`unknown contract(s): ${unknown.join(', ')}; known: ${all.join(', ')}`);
+  const args = process.argv.slice(2);
+  const unknown = args.filter((name) => !all.includes(name) && name !== 'grpc' && name !== 'fuzz');
+  if (unknown.length > 0) throw new Error(`unknown contract(s): ${unknown.join(', ')}; known: ${all.join(', ')}, grpc, fuzz`);
+  const everything = args.length === 0;
+  const named = args.filter((name) => all.includes(name));
+  const openapi = everything ? all : named;
+  const dredd = args.includes('fuzz') && named.length === 0 ? [] : openapi;
+  const fuzz = everything || args.includes('fuzz') || named.length > 0 ? (named.length > 0 ? named : all) : [];
   const outcomes: Outcome[] = [];
-  for (const contract of wanted.length > 0 ? wanted : all) outcomes.push(await runContract(contract));
+  for (const contract of dredd) outcomes.push(await runContract(contract));
+  let grpcCount: { rpcs: number; exercised: number } | undefined;
+  if (everything || args.includes('grpc')) {
+    const client = await runGrpcClientContract();
+    grpcCount = { rpcs: client.rpcs, exercised: client.exercised };
+    outcomes.push(client);
+    outcomes.push(await runGrpcContract());
+  }
+  let fuzzCount: { operations: number; fuzzed: number; requests: number } | undefined;
+  if (fuzz.length > 0) {
+    const fuzzed = await runFuzzContract(fuzz);
+    fuzzCount = { operations: fuzzed.operations, fuzzed: fuzzed.fuzzed, requests: fuzzed.requests };
+    outcomes.push(fuzzed);
+  }
   console.log('\n=== contract test summary');
   for (const outcome of outcomes) {
     console.log(`${outcome.ok ? 'PASS' : 'FAIL'} ${outcome.contract}: ${outcome.lines[0] ?? ''}`);
     for (const line of outcome.lines.slice(1)) console.log(`     ${line}`);
   }
-  process.exitCode = outcomes.every((outcome) => outcome.ok) ? 0 : 1;
+  const dreddOutcomes = outcomes.slice(0, dredd.length);
+  const sum = (pick: (outcome: Outcome) => number | undefined) => dreddOutcomes.reduce((total, outcome) => total + (pick(outcome) ?? 0), 0);
+  const parts: string[] = [];
+  let exercised = 0;
+  let total = 0;
+  if (dredd.length > 0) {
+    parts.push(`OpenAPI (dredd): ${sum((o) => o.operationsExercised)}/${sum((o) => o.operations)} operations, ${sum((o) => o.responsesPassed)}/${sum((o) => o.responses)} documented responses`);
+    exercised += sum((o) => o.operationsExercised);
+    total += sum((o) => o.operations);
+  }
+  if (grpcCount) {
+    parts.push(`gRPC (grpc-js): ${grpcCount.exercised}/${grpcCount.rpcs} RPCs`);
+    exercised += grpcCount.exercised;
+    total += grpcCount.rpcs;
+  }
+  if (fuzzCount) {
+    parts.push(`fuzz: ${fuzzCount.fuzzed}/${fuzzCount.operations} OpenAPI operations (${fuzzCount.requests} requests)`);
+    exercised += fuzzCount.fuzzed;
+    total += fuzzCount.operations;
+  }
+  const ok = outcomes.every((outcome) => outcome.ok) && exercised === total;
+  console.log(`\n${ok ? 'PASS' : 'FAIL'} operations exercised: ${exercised}/${total} — ${parts.join('; ')}`);
+  process.exitCode = ok ? 0 : 1;
 }
 
 main().catch((error: unknown) => {
