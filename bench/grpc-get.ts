@@ -15,6 +15,7 @@ import pg from 'pg';
 import { InstanceSchema } from '../generated/proto/cloud/compute/v1/instance_pb.js';
 import { GetInstanceRequestSchema, InstanceService } from '../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
+import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -42,7 +43,9 @@ try {
   const headers = { authorization: `Bearer ${token}` };
   const instances = createClient(InstanceService, transport);
   const operations = createClient(OperationService, transport);
-  const operation = await instances.create({ metadata: { parentId: 'project-bench', name: 'bench-vm' }, spec: { description: 'benchmark instance', sshKeys: ['ssh-ed25519 AAAA bench'] } }, { headers });
+  // The first start made a project named `default` under the installation's tenant.
+  const project = await createClient(ProjectService, transport).getByName({ parentId: '', name: 'default' }, { headers });
+  const operation = await instances.create({ metadata: { parentId: project.metadata!.id, name: 'bench-vm' }, spec: { description: 'benchmark instance', sshKeys: ['ssh-ed25519 AAAA bench'] } }, { headers });
   while (!(await operations.get({ id: operation.id }, { headers })).status) await new Promise((resolve) => setTimeout(resolve, 20));
   const instance = await instances.get({ id: operation.resourceId }, { headers });
   const instanceBase64 = Buffer.from(toBinary(InstanceSchema, instance)).toString('base64');
