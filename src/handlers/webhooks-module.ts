@@ -19,7 +19,7 @@ const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
  */
 export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService; sweeper: WebhookSweeper }> {
   const { config, db } = ctx;
-  const webhooks = new WebhookService(db.knex, db.kind, config, (error) => ctx.onError(error, 'webhook-writer'));
+  const webhooks = new WebhookService(db.knex, config, (error) => ctx.onError(error, 'webhook-writer'));
   const feed = new LiveFeed({
     load: (routeId, seqs) => webhooks.repository.capturesBySeq(routeId, seqs),
     onRouteGone: (routeId) => webhooks.routes.invalidate(routeId),

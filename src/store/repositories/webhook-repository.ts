@@ -98,30 +98,32 @@ export class WebhookRepository {
    * commit). Routes that went over `maxPerRoute` are trimmed oldest-first right after.
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
-    const row = '(?::uuid, ?::uuid, ?::timestamptz, ?, ?, ?, ?::jsonb, ?, ?::int, ?::boolean, ?::bytea, ?, ?, ?::int)';
-    const bindings: unknown[] = [];
-    records.forEach((record, index) => {
-      bindings.push(
+    // The captures go as 13 array parameters unnested in SQL: the statement text is the same for every
+    // batch, and PostgreSQL parses arrays in C. Bodies travel as hex (`\x…`, parsed by byteain):
+    // PGlite serialises a Buffer parameter byte by byte in JavaScript, several times slower.
+    const columns: Array<Array<string | null>> = Array.from({ length: 13 }, () => []);
+    for (const record of records) {
+      const values = [
         record.id,
         record.routeId,
-        record.receivedAt,
+        record.receivedAt.toISOString(),
         record.method,
         record.path,
         record.query,
         JSON.stringify(record.headers),
         record.contentType,
-        record.size,
-        record.truncated,
-        record.body,
+        String(record.size),
+        String(record.truncated),
+        `\\x${record.body.toString('hex')}`,
         record.remoteAddress,
         record.httpVersion,
-        index,
-      );
-    });
-    bindings.push(WEBHOOK_CHANNEL);
+      ];
+      values.forEach((value, index) => columns[index]!.push(value));
+    }
     const result = await this.knex.raw(
-      `WITH v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, ord) AS (
-         VALUES ${records.map(() => row).join(', ')}
+      `WITH v AS (
+         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[])
+           WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, ord)
        ), ins AS (
          INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version)
          SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version
@@ -137,7 +139,7 @@ export class WebhookRepository {
        )
        SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
        FROM ins JOIN counted ON counted.id = ins.route_id`,
-      bindings as Knex.RawBinding[],
+      [...columns.map(nullableArrayLiteral), WEBHOOK_CHANNEL],
     );
     const rows = rowsOf<{ id: string; route_id: string; seq: number; request_count: number }>(result);
     const liveRoutes = new Set<string>();
@@ -220,6 +222,11 @@ export class WebhookRepository {
 /** Rows of a knex.raw result: `{rows}` on both pg and knex-pglite. */
 function rowsOf<Row>(result: unknown): Row[] {
   return ((result as { rows?: Row[] }).rows ?? []) as Row[];
+}
+
+/** A PostgreSQL array literal whose null elements are SQL NULL. */
+function nullableArrayLiteral(values: ReadonlyArray<string | null>): string {
+  return `{${values.map((value) => (value === null ? 'NULL' : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
 
 /** A PostgreSQL array literal of text elements, bound as one parameter on both drivers. */
