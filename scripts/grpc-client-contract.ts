@@ -121,7 +121,7 @@ export async function runGrpcClientContract(): Promise<GrpcClientOutcome> {
   let passed = 0;
   let total = 0;
   const server = await startLiveServer('grpc_client_contract', {
-    COMPUTE_WORK_MS: '150',
+    COMPUTE_WORK_MS: '300',
     OPERATION_POLL_MS: '50',
     QUOTA_INSTANCES_PER_PROJECT: '2',
     ADMIN_USERNAME: ADMIN.name,

@@ -218,13 +218,20 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
       await assert.rejects(ctx.grpc.call(I.get, { id: operation.resourceId }, { token: ctx.admin }), /NOT_FOUND/);
     }),
     fails('ABORTED', 'while another operation runs on the instance', async (ctx) => {
-      const id = await withState(ctx, 'vm-busy', 'running');
-      const stop = await ctx.grpc.call(I.stop, { id }, { token: ctx.admin });
-      try {
-        return await ctx.grpc.call(I.delete, { id }, { token: ctx.admin });
-      } finally {
-        await ctx.waitDone(stop.message.id);
+      // The Delete must land while the Stop still runs; on a loaded machine the Stop may finish
+      // first, so a Delete that went through is waited for and the race tried again.
+      let last: { message: Message } | undefined;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const id = await withState(ctx, `vm-busy-${attempt}`, 'running');
+        const stop = await ctx.grpc.call(I.stop, { id }, { token: ctx.admin });
+        try {
+          last = await ctx.grpc.call(I.delete, { id }, { token: ctx.admin });
+        } finally {
+          await ctx.waitDone(stop.message.id);
+        }
+        await ctx.waitDone((last.message as Operation).id);
       }
+      return last as { message: Message };
     }),
     fails('NOT_FOUND', 'an unknown id', (ctx) => ctx.grpc.call(I.delete, { id: 'instance-0000000000' }, { token: ctx.admin })),
     fails('INVALID_ARGUMENT', 'an empty id', (ctx) => ctx.grpc.call(I.delete, {}, { token: ctx.admin })),
