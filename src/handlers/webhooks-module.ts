@@ -47,7 +47,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     const method = req.method ?? 'GET';
     if (method === 'GET' || method === 'HEAD') {
       if (pages.asset(path, res)) return '/inspect-assets/*';
-      if (path === '/inspect' || path === '/inspect/') {
+      if ((path === '/inspect' || path === '/inspect/') && method === 'GET') {
         await pages.openNew(req, res);
         return '/inspect';
       }
