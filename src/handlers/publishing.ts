@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/publishing.js';
 import { AppError, HTTP_STATUS } from '../errors.js';
 import type { NodeRequest, RestCall, RestReply } from '../http/rest-api.js';
@@ -10,20 +11,11 @@ import type { JsonRequestBody } from './types.js';
 type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
 type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params, Query<Op>>;
 
-const TITLE: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  409: 'Conflict',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-};
 
 /** RFC 9457 problem details: `{type, title, status, detail}`, plus `errors` for invalid fields. */
 export function renderProblem(error: AppError): RestReply {
   const status = HTTP_STATUS[error.code];
-  const title = TITLE[status] ?? 'Error';
+  const title = STATUS_CODES[status] ?? 'Error';
   const detail = status === 500 ? 'The server failed to answer; the request id names the failure in its log.' : problemDetail(error, status);
   const body: Record<string, unknown> = { type: 'about:blank', title, status, detail };
   if (status === 400 && error.violations.length > 0) body.errors = error.violations;

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/users.js';
 import { AppError, HTTP_STATUS } from '../errors.js';
 import type { RestCall, RestReply } from '../http/rest-api.js';
@@ -7,20 +8,11 @@ import type { JsonRequestBody } from './types.js';
 
 type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params>;
 
-const REASON: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  409: 'Conflict',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-};
 
 /** The seed's error body: `{statusCode, message, error}`; 401 keeps the seed's two-field form. */
 export function renderUserApiError(error: AppError): RestReply {
   const status = HTTP_STATUS[error.code];
-  const reason = REASON[status] ?? 'Error';
+  const reason = STATUS_CODES[status] ?? 'Error';
   const message = status === 500 ? reason : error.message || reason;
   const body: Record<string, unknown> = status === 401 ? { statusCode: 401, message: 'Unauthorized' } : { statusCode: status, message, error: reason };
   if (status === 400 && error.violations.length > 0) body.details = error.violations;

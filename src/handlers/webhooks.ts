@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
 import { HTTP_STATUS, type AppError } from '../errors.js';
@@ -11,18 +12,10 @@ type RequestParams = { routeId: string; requestId: string };
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  404: 'Not Found',
-  409: 'Conflict',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
 
 /** RFC 9457 problem details; 5xx say nothing beyond the title. */
 export function problem(status: number, detail?: string, errors?: AppError['violations']): RestReply {
-  const title = TITLES[status] ?? 'Error';
+  const title = STATUS_CODES[status] ?? 'Error';
   const body: Record<string, unknown> = { type: 'about:blank', title, status };
   if (detail && status < 500) body.detail = detail;
   if (errors && errors.length > 0) body.errors = errors;
