@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { affectedRows } from '../affected-rows.js';
 import type { components } from '../../../generated/openapi/users.js';
 
 export type Settings = components['schemas']['Settings'];
@@ -55,7 +56,7 @@ export class UserRepository {
   }
 
   async delete(id: string, trx: Knex = this.knex): Promise<boolean> {
-    return (await trx('users').where({ id }).delete()) > 0;
+    return affectedRows(await trx('users').where({ id }).delete()) > 0;
   }
 
   async countAdmins(trx: Knex = this.knex): Promise<number> {
