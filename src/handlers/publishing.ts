@@ -41,14 +41,11 @@ export function publishingTokenOf(headers: NodeRequest['headers']): string | und
 }
 
 /**
- * The caller of a request, from the results of the two security schemes: either scheme with a
- * valid token names the caller; a token that failed (an `{error}` result) is a 401 even on public
- * operations; no token at all is anonymous.
+ * The caller of a request, from the results of the two security schemes: either scheme with a valid
+ * token names the caller; no token at all is anonymous (an invalid one was refused with 401 already).
  */
 function callerOf(call: RestCall<unknown, unknown, unknown>): PublishingCaller | undefined {
   const results = [call.security.bearerAuth, call.security.accessToken];
-  const failed = results.find((result) => typeof result === 'object' && result !== null && 'error' in result);
-  if (failed) throw new AppError('unauthenticated', 'A valid access token is required.');
   return results.find((result): result is PublishingCaller => typeof result === 'object' && result !== null && 'role' in result);
 }
 

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { readFileSync } from 'node:fs';
-import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
+import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
+import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { parse as parseYaml } from 'yaml';
 import { AppError, toAppError, type Violation } from '../errors.js';
@@ -43,8 +44,9 @@ export interface RestApiOptions {
   commonHeaders?: Record<string, string>;
   /**
    * One verifier per security scheme of the contract. It answers the principal, or undefined when the
-   * request carries no usable credentials; operations whose requirements nobody meets answer 401.
-   * openapi-backend runs these before validation, so an anonymous caller learns nothing about inputs.
+   * request carries no credentials for it; operations whose requirements nobody meets answer 401, and
+   * a verifier that throws (credentials present but invalid) refuses the request with 401 too. They
+   * run before validation, so an anonymous caller learns nothing about inputs.
    */
   securityHandlers?: Record<string, (headers: NodeRequest['headers']) => Promise<unknown> | unknown>;
   bodyLimitBytes?: number;
@@ -63,16 +65,15 @@ export function loadContract(path: string): Document {
 }
 
 /**
- * Serves one OpenAPI document straight over node:http: openapi-backend (strict) routes and
- * validates every request against the contract and calls the handler keyed by operationId.
- * There is no web framework in between; the profile in docs/decisions.md shows why.
- * Returns the matched route template, for the request log.
+ * Serves one OpenAPI document straight over node:http with openapi-backend (strict): its router
+ * matches the operation, the contract's security requirements are checked, its ajv validators check
+ * parameters and body (types coerced), and the handler registered under the operationId answers.
+ * The steps are openapi-backend's own, called once each: its `handleRequest` parsed every request
+ * four times (lodash, qs, cookie, a path regex compiled per call), the largest cost per request in
+ * the profile (docs/architecture.md). Returns the matched route template, for the request log.
  */
 export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   const limit = options.bodyLimitBytes ?? 1024 * 1024;
-  const fail = (code: AppError['code'], message: string, violations?: Violation[]) => {
-    throw new AppError(code, message, { violations });
-  };
   const api = new OpenAPIBackend({
     definition: loadContract(options.contractPath),
     strict: true,
@@ -84,28 +85,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       addFormats.default(ajv);
       return ajv;
     },
-    handlers: {
-      notFound: () => fail('not_found', 'Not Found'),
-      methodNotAllowed: () => fail('not_found', 'Not Found'),
-      validationFail: (context: Context) => (onlyPathInvalid(context) ? fail('not_found', 'Not Found') : fail('invalid_argument', 'Bad Request', violationsOf(context))),
-      notImplemented: () => fail('internal', 'not implemented'),
-      unauthorizedHandler: () => fail('unauthenticated', 'Unauthorized'),
-    },
   });
-  for (const [scheme, verify] of Object.entries(options.securityHandlers ?? {})) {
-    api.registerSecurityHandler(scheme, (context: Context) => verify(context.request.headers as NodeRequest['headers']));
-  }
-  for (const [operationId, handler] of Object.entries(options.handlers)) {
-    api.register(operationId, (context: Context, call: RestCall) => {
-      call.operationId = operationId;
-      call.params = context.request.params as Record<string, string>;
-      call.query = context.request.query as Record<string, unknown>;
-      call.body = context.request.requestBody;
-      call.security = (context.security ?? {}) as Record<string, unknown>;
-      rejectNulCharacters(call, context);
-      return (handler as (call: RestCall) => Promise<RestReply> | RestReply)(call);
-    });
-  }
   await api.init();
   // Strict start: refuse an invalid document, and compile every request validator now. Response
   // validators (used by the tests' contract checks) compile on first use: compiling all of them
@@ -113,19 +93,43 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   await api.loadDocument();
   api.validateDefinition();
   api.validator.preCompileRequestValidators();
-  // The router re-flattens the document (with lodash) on every match; the operations never change
-  // after init, and that flattening was the largest single cost per request in the profile.
+  // Strict mode refuses a handler whose operationId the document does not have.
+  const handlers = new Map<string, (call: RestCall) => Promise<RestReply> | RestReply>();
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    api.register(operationId, handler as never);
+    handlers.set(operationId, handler as (call: RestCall) => Promise<RestReply> | RestReply);
+  }
+  // The router re-flattens the document (with lodash) on every match; the operations never change.
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;
   const templates = new Map(operations.map((operation) => [operation.operationId, operation.path]));
   const declaredQuery = new Map(
     operations.map((operation) => [operation.operationId, new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : [])))]),
   );
+  const verifiers = options.securityHandlers ?? {};
+
+  /** The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. */
+  async function authenticate(operation: Operation, headers: NodeRequest['headers']): Promise<Record<string, unknown>> {
+    const requirements = operation.security ?? [];
+    const results: Record<string, unknown> = {};
+    if (requirements.length === 0) return results;
+    for (const scheme of new Set(requirements.flatMap((requirement) => Object.keys(requirement)))) {
+      const verify = verifiers[scheme];
+      // A verifier that throws saw credentials that are present but unusable: that refuses the
+      // request (401) even where the operation also admits anonymous callers.
+      results[scheme] = verify ? await verify(headers) : undefined;
+    }
+    if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
+      throw new AppError('unauthenticated', 'Unauthorized');
+    }
+    return results;
+  }
 
   async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
     const url = req.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt === -1 ? url : url.slice(0, queryAt);
+    const method = req.method ?? 'GET';
     const call: RestCall = {
       operationId: '',
       params: {},
@@ -138,17 +142,26 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     };
     let reply: RestReply;
     try {
-      let query = queryAt === -1 ? '' : url.slice(queryAt + 1);
-      const hasBody = Boolean(req.headers['content-length'] && req.headers['content-length'] !== '0') || Boolean(req.headers['transfer-encoding']);
-      // Only requests with a query or a body pay for matching the operation twice.
-      const operation = query !== '' || hasBody ? api.router.matchOperation({ method: req.method ?? 'GET', path, headers: {} }) : undefined;
-      if (operation && query !== '') query = withoutUnknownParameters(query, declaredQuery.get(operation.operationId));
+      const operation = api.router.matchOperation({ method, path, headers: {} });
+      if (!operation) throw new AppError('not_found', 'Not Found');
+      call.operationId = operation.operationId ?? '';
+      const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
-      const body = operation && !operation.requestBody ? await readBody(req, limit).then(() => undefined) : await readJsonBody(req, limit);
-      reply = (await api.handleRequest(
-        { method: req.method ?? 'GET', path, query, headers: req.headers as Record<string, string>, body },
-        call,
-      )) as RestReply;
+      const body = operation.requestBody ? await readJsonBody(req, limit) : await readBody(req, limit).then(() => undefined);
+      call.security = await authenticate(operation, req.headers);
+      const request = { method, path, query, headers: req.headers as Record<string, string>, body };
+      const validation = api.validator.validateRequest(request, operation);
+      if (validation.errors) {
+        if (onlyPathInvalid(validation.errors, operation)) throw new AppError('not_found', 'Not Found');
+        throw new AppError('invalid_argument', 'Bad Request', { violations: violationsOf(validation.errors) });
+      }
+      call.params = (validation.coerced?.params ?? {}) as Record<string, string>;
+      call.query = (validation.coerced?.query ?? {}) as Record<string, unknown>;
+      call.body = body;
+      rejectNulCharacters(call, operation);
+      const handler = handlers.get(call.operationId);
+      if (!handler) throw new AppError('internal', `no handler for ${call.operationId}`);
+      reply = await handler(call);
     } catch (error) {
       // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
       const appError =
@@ -222,9 +235,8 @@ function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string,
  * A path parameter outside its schema (an over-long id, a malformed UUID) names no resource that can
  * exist: on an operation that documents 404 but no 400, that is what the client gets.
  */
-function onlyPathInvalid(context: Context): boolean {
-  const errors = context.validation.errors ?? [];
-  const responses = context.operation?.responses ?? {};
+function onlyPathInvalid(errors: ErrorObject[], operation: Operation): boolean {
+  const responses = operation.responses ?? {};
   return errors.length > 0 && '404' in responses && !('400' in responses) && errors.every((error) => error.instancePath.startsWith('/path/'));
 }
 
@@ -244,8 +256,8 @@ export function nulPath(value: unknown, path = ''): string | undefined {
  * parameter names no resource (404 where the operation documents no 400), anything else is a 400
  * naming the field.
  */
-function rejectNulCharacters(call: RestCall, context: Context): void {
-  const responses = context.operation?.responses ?? {};
+function rejectNulCharacters(call: RestCall, operation: Operation): void {
+  const responses = operation.responses ?? {};
   const inPath = nulPath(call.params);
   if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new AppError('not_found', 'Not Found');
   const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
@@ -253,8 +265,7 @@ function rejectNulCharacters(call: RestCall, context: Context): void {
 }
 
 /** Turns ajv's errors into `{field, message}` entries that name the request part and property. */
-function violationsOf(context: Context): Violation[] {
-  const errors = context.validation.errors ?? [];
+function violationsOf(errors: ErrorObject[]): Violation[] {
   return errors.map((error) => {
     const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const missing = error.keyword === 'required' ? String((error.params as { missingProperty?: string }).missingProperty ?? '') : '';
