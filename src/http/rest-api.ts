@@ -119,13 +119,14 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     operations.map((operation) => [operation.operationId, new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : [])))]),
   );
   const verifiers = options.securityHandlers ?? {};
+  const schemesOf = new Map(operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]));
 
   /** The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. */
   async function authenticate(operation: Operation, headers: NodeRequest['headers']): Promise<Record<string, unknown>> {
     const requirements = operation.security ?? [];
     const results: Record<string, unknown> = {};
     if (requirements.length === 0) return results;
-    for (const scheme of new Set(requirements.flatMap((requirement) => Object.keys(requirement)))) {
+    for (const scheme of schemesOf.get(operation.operationId) ?? []) {
       const verify = verifiers[scheme];
       // A verifier that throws saw credentials that are present but unusable: that refuses the
       // request (401) even where the operation also admits anonymous callers.
@@ -159,7 +160,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       call.operationId = operation.operationId ?? '';
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
-      const body = operation.requestBody ? await readJsonBody(req, limit) : await readBody(req, limit).then(() => undefined);
+      const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+      const body = operation.requestBody ? await readJsonBody(req, limit) : hasBody ? await readBody(req, limit).then(() => undefined) : undefined;
       call.security = await authenticate(operation, req.headers);
       const request = { method, path, query, headers: req.headers as Record<string, string>, body };
       const validation = api.validator.validateRequest(request, operation);
