@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { bearerToken } from './bearer-token.js';
 import type { UserService } from '../services/user-service.js';
 
 /**
@@ -17,7 +18,7 @@ export type Access = 'read' | 'mutate';
 
 /** Tries each resolver in order; no token, or a token none accepts → UNAUTHENTICATED. */
 export async function resolvePrincipal(resolvers: readonly PrincipalResolver[], authorization: string | null | undefined): Promise<Principal> {
-  const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1];
+  const token = bearerToken(authorization);
   if (!token) throw new AppError('unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
   for (const resolve of resolvers) {
     const principal = await resolve(token);

@@ -6,7 +6,7 @@ import { createGraphqlHttp, jsonReply } from '../http/graphql-http.js';
 import { depthLimitRule, costLimitRule } from '../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../services/publishing/index.js';
-import { bearerToken } from '../services/user-service.js';
+import { bearerToken } from '../auth/bearer-token.js';
 import { publishingApiHandlers, publishingTokenOf, renderProblem } from './publishing.js';
 import { formatPublishingError, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
 

@@ -3,7 +3,7 @@ import type { operations } from '../../generated/openapi/publishing.js';
 import { AppError, HTTP_STATUS } from '../errors.js';
 import type { NodeRequest, RestCall, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
-import { bearerToken } from '../services/user-service.js';
+import { bearerToken } from '../auth/bearer-token.js';
 import type { PublishingServices } from '../services/publishing/index.js';
 import type { PublishingCaller } from '../services/publishing/rules.js';
 import type { JsonRequestBody } from './types.js';

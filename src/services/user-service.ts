@@ -3,6 +3,7 @@ import type { components } from '../../generated/openapi/users.js';
 import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
+import { bearerToken } from '../auth/bearer-token.js';
 import { SignInFailureRepository, UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
 
 export type UserDto = components['schemas']['UserDto'];
@@ -252,12 +253,6 @@ export function toUserDto(row: UserRow): UserDto {
   };
 }
 
-/** Extracts the token of an `Authorization: Bearer <token>` header. */
-export function bearerToken(authorization: string | undefined): string | undefined {
-  if (!authorization) return undefined;
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-  return match?.[1];
-}
 
 function notFound(): AppError {
   return new AppError('not_found', 'Not Found');
