@@ -25,7 +25,7 @@ import { authorize, type Principal } from '../../auth/principal.js';
 import { applyResetMask, ImmutableFieldError, printResetMask, type ResetMask } from '../../engines/reset-mask/index.js';
 import { packOperationRequest, type Operations, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import { InstanceRepository, type InstanceRow } from '../../store/repositories/instance-repository.js';
+import { ResourceRepository, type ResourceRow } from '../../store/repositories/resource-repository.js';
 import { decodePageToken, encodePageToken, pageSize } from '../cloud/paging.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
@@ -67,7 +67,7 @@ const NAME_MAX = 128;
  * the state transitions their background work completes.
  */
 export class InstanceService {
-  private readonly instances: InstanceRepository;
+  private readonly instances: ResourceRepository;
   private readonly parentExists: ParentCheck;
 
   constructor(
@@ -75,7 +75,7 @@ export class InstanceService {
     private readonly operations: Operations,
     private readonly options: InstanceServiceOptions,
   ) {
-    this.instances = new InstanceRepository(knex);
+    this.instances = new ResourceRepository(knex, 'compute_instances');
     this.parentExists = options.parentExists ?? wellFormedProjectId;
   }
 
@@ -333,7 +333,7 @@ function withState(instance: Instance, state: State): Instance {
   return next;
 }
 
-function decode(row: InstanceRow): Instance {
+function decode(row: ResourceRow): Instance {
   return fromBinary(InstanceSchema, row.data);
 }
 

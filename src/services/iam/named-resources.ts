@@ -9,7 +9,7 @@ import { authorize, type Principal } from '../../auth/principal.js';
 import { okStatus, type Operations } from '../../engines/operations/index.js';
 import { printResetMask, type ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import type { IamResourceRepository, IamResourceRow } from '../../store/repositories/iam-resource-repository.js';
+import type { ResourceRepository, ResourceRow } from '../../store/repositories/resource-repository.js';
 import { decodePageToken, encodePageToken, pageSize } from '../cloud/paging.js';
 import { replaceWithResetMask } from '../cloud/resource-update.js';
 
@@ -32,7 +32,7 @@ export interface NamedResourceKind<T extends NamedResource> {
   /** The parent in messages ("tenant", "project"). */
   parentLabel: string;
   parentIdPattern: RegExp;
-  repository: IamResourceRepository;
+  repository: ResourceRepository;
   /** The status of a new resource. */
   initialStatus(): MessageInitShape<GenMessage<T>>['status'];
   parentExists(parentId: string, trx: Knex): Promise<boolean>;
@@ -42,7 +42,7 @@ export interface NamedResourceKind<T extends NamedResource> {
    */
   readScope: 'self' | 'parent';
   /** Refuses a delete that would orphan something (a project with accounts or instances). */
-  beforeDelete?(row: IamResourceRow, trx: Knex): Promise<void>;
+  beforeDelete?(row: ResourceRow, trx: Knex): Promise<void>;
 }
 
 export interface Page<T> {
@@ -64,16 +64,16 @@ export class NamedResources<T extends NamedResource> {
     readonly kind: NamedResourceKind<T>,
   ) {}
 
-  get repository(): IamResourceRepository {
+  get repository(): ResourceRepository {
     return this.kind.repository;
   }
 
-  decode(row: IamResourceRow): T {
+  decode(row: ResourceRow): T {
     return fromBinary(this.kind.schema, row.data);
   }
 
   /** The project whose rules decide access to a stored resource. */
-  scopeOf(row: IamResourceRow, access: 'read' | 'mutate'): string {
+  scopeOf(row: ResourceRow, access: 'read' | 'mutate'): string {
     return access === 'read' && this.kind.readScope === 'self' ? row.id : row.parent_id;
   }
 

@@ -14,8 +14,8 @@ import { AppError } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
 import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
-import { IamResourceRepository, TenantRepository } from '../../store/repositories/iam-resource-repository.js';
-import { InstanceRepository } from '../../store/repositories/instance-repository.js';
+import { ResourceRepository } from '../../store/repositories/resource-repository.js';
+import { TenantRepository } from '../../store/repositories/tenant-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { NamedResources, type Page, type RecordedHeaders } from './named-resources.js';
 
@@ -37,9 +37,9 @@ export class ProjectService {
     operations: Operations,
   ) {
     this.tenants = new TenantRepository(knex);
-    const repository = new IamResourceRepository(knex, 'iam_projects');
-    const serviceAccounts = new IamResourceRepository(knex, 'iam_service_accounts');
-    const instances = new InstanceRepository(knex);
+    const repository = new ResourceRepository(knex, 'iam_projects');
+    const serviceAccounts = new ResourceRepository(knex, 'iam_service_accounts');
+    const instances = new ResourceRepository(knex, 'compute_instances');
     this.resources = new NamedResources(knex, operations, {
       schema: ProjectSchema,
       idPrefix: 'project',

@@ -12,7 +12,7 @@ import type { Principal } from '../../auth/principal.js';
 import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { PROJECT_ID_PATTERN } from '../compute/instance-service.js';
-import { IamResourceRepository } from '../../store/repositories/iam-resource-repository.js';
+import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { NamedResources, type Page, type RecordedHeaders } from './named-resources.js';
 
@@ -35,7 +35,7 @@ export class ServiceAccountService {
       label: 'service account',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,
-      repository: new IamResourceRepository(knex, 'iam_service_accounts'),
+      repository: new ResourceRepository(knex, 'iam_service_accounts'),
       initialStatus: () => ({ active: true }),
       parentExists: projectExists,
       readScope: 'parent',

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
-/** A stored IAM resource (project or service account): the protobuf message plus lookup columns. */
-export interface IamResourceRow {
+/** A stored resource (instance, project, service account): the protobuf message plus lookup columns. */
+export interface ResourceRow {
   id: string;
   seq: number;
   parent_id: string;
@@ -13,27 +13,28 @@ export interface IamResourceRow {
 
 const COLUMNS = ['id', 'seq', 'parent_id', 'name', 'resource_version', 'data'] as const;
 
-function normalize(row: Record<string, unknown>): IamResourceRow {
-  return { ...(row as unknown as IamResourceRow), data: new Uint8Array(Buffer.from(row.data as Uint8Array)) };
+function normalize(row: Record<string, unknown>): ResourceRow {
+  return { ...(row as unknown as ResourceRow), data: new Uint8Array(Buffer.from(row.data as Uint8Array)) };
 }
 
 /**
- * SQL shared by the tables of named IAM resources (`iam_projects`, `iam_service_accounts`): both
- * have the same columns and the `(parent_id, name)` unique index.
+ * SQL shared by the tables of named cloud resources (`compute_instances`, `iam_projects`,
+ * `iam_service_accounts`): all have the same columns and the `(parent_id, name)` unique index.
+ * Every method takes an optional transaction.
  */
-export class IamResourceRepository {
+export class ResourceRepository {
   constructor(
     private readonly knex: Knex,
-    readonly table: 'iam_projects' | 'iam_service_accounts',
+    readonly table: 'compute_instances' | 'iam_projects' | 'iam_service_accounts',
   ) {}
 
-  async findById(id: string, trx: Knex = this.knex): Promise<IamResourceRow | undefined> {
+  async findById(id: string, trx: Knex = this.knex): Promise<ResourceRow | undefined> {
     const row = await trx(this.table).select(COLUMNS).where({ id }).first();
     return row ? normalize(row) : undefined;
   }
 
   /** Reads and locks the row until the transaction ends (mutations of one resource serialize here). */
-  async lock(id: string, trx: Knex): Promise<IamResourceRow | undefined> {
+  async lock(id: string, trx: Knex): Promise<ResourceRow | undefined> {
     const row = await trx(this.table).select(COLUMNS).where({ id }).forUpdate().first();
     return row ? normalize(row) : undefined;
   }
@@ -44,13 +45,13 @@ export class IamResourceRepository {
     return row !== undefined;
   }
 
-  async findByName(parentId: string, name: string, trx: Knex = this.knex): Promise<IamResourceRow | undefined> {
+  async findByName(parentId: string, name: string, trx: Knex = this.knex): Promise<ResourceRow | undefined> {
     const row = await trx(this.table).select(COLUMNS).where({ parent_id: parentId, name }).first();
     return row ? normalize(row) : undefined;
   }
 
   /** Oldest first, after `afterSeq`; `ids` narrows the list (a service account sees only its own project). */
-  async list(parentId: string, afterSeq: number | undefined, limit: number, trx: Knex = this.knex, ids?: readonly string[]): Promise<IamResourceRow[]> {
+  async list(parentId: string, afterSeq: number | undefined, limit: number, trx: Knex = this.knex, ids?: readonly string[]): Promise<ResourceRow[]> {
     const builder = trx(this.table).select(COLUMNS).where({ parent_id: parentId }).orderBy('seq').limit(limit);
     if (afterSeq !== undefined) builder.where('seq', '>', afterSeq);
     if (ids !== undefined) builder.whereIn('id', [...ids]);
@@ -62,11 +63,16 @@ export class IamResourceRepository {
     return Number(row?.count ?? 0);
   }
 
-  async insert(row: Omit<IamResourceRow, 'seq'>, trx: Knex = this.knex): Promise<void> {
+  /** Serializes creations under one parent (quota and name checks) across processes. */
+  async lockParent(parentId: string, trx: Knex): Promise<void> {
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`${this.table}:${parentId}`]);
+  }
+
+  async insert(row: Omit<ResourceRow, 'seq'>, trx: Knex = this.knex): Promise<void> {
     await trx(this.table).insert({ ...row, data: Buffer.from(row.data) });
   }
 
-  async update(row: Omit<IamResourceRow, 'seq' | 'parent_id'>, trx: Knex = this.knex): Promise<void> {
+  async update(row: Omit<ResourceRow, 'seq' | 'parent_id'>, trx: Knex = this.knex): Promise<void> {
     await trx(this.table)
       .where({ id: row.id })
       .update({ name: row.name, resource_version: row.resource_version, data: Buffer.from(row.data), updated_at: trx.fn.now() });
@@ -74,21 +80,5 @@ export class IamResourceRepository {
 
   async delete(id: string, trx: Knex = this.knex): Promise<void> {
     await trx(this.table).where({ id }).delete();
-  }
-}
-
-/** The installation's single tenant. */
-export class TenantRepository {
-  constructor(private readonly knex: Knex) {}
-
-  /** Inserts the tenant unless one exists; true when this call made it (the first start). */
-  async insertIfNone(id: string, trx: Knex = this.knex): Promise<boolean> {
-    const inserted = await trx('iam_tenants').insert({ id, singleton: true }).onConflict('singleton').ignore().returning('id');
-    return inserted.length > 0;
-  }
-
-  async get(trx: Knex = this.knex): Promise<string | undefined> {
-    const row = await trx('iam_tenants').select('id').first();
-    return row?.id as string | undefined;
   }
 }
