@@ -3,6 +3,9 @@ import type { Knex } from 'knex';
 import { OperationRepository, type OperationQuery, type OperationRow } from '../../store/repositories/operation-repository.js';
 
 /** What a service records when a mutation starts. */
+/** Request headers recorded on an operation: lowercase name → values. */
+export type RecordedHeaders = Record<string, string[]>;
+
 export interface NewOperation {
   /** The api_service_name of the service (e.g. "compute"). */
   service: string;
@@ -14,7 +17,7 @@ export interface NewOperation {
   /** The packed request (see packOperationRequest): secrets already cleared. */
   request: Uint8Array;
   /** Lowercase header name → values, e.g. `x-resetmask` in canonical form. */
-  requestHeaders?: Record<string, string[]>;
+  requestHeaders?: RecordedHeaders;
   /** Background work that completes the operation; omit it (and pass `status`) for a synchronous one. */
   work?: { kind: string; payload?: Record<string, unknown> };
   /** The final status of a synchronous operation. */

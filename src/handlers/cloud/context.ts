@@ -1,3 +1,5 @@
+import { ResetMaskParseError, resetMaskFromHeaderValues, type ResetMask } from '../../engines/reset-mask/index.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
@@ -19,7 +21,19 @@ export function principalOf(context: HandlerContext): Principal {
 }
 
 /** Headers recorded on operations (lowercase name → values). */
-export function recordedHeaders(header: Headers): Record<string, string[]> {
+export function recordedHeaders(header: Headers): RecordedHeaders {
   const key = header.get('x-idempotency-key');
   return key === null ? {} : { 'x-idempotency-key': [key] };
+}
+
+/** `X-ResetMask` (every value, merged); a malformed mask → INVALID_ARGUMENT naming the position. */
+export function resetMaskOf(header: Headers): ResetMask {
+  try {
+    return resetMaskFromHeaderValues(header.get('x-resetmask'));
+  } catch (error) {
+    if (error instanceof ResetMaskParseError) {
+      throw new AppError('invalid_argument', `X-ResetMask: ${error.message}`, { violations: [{ field: 'x-resetmask', message: error.message }] });
+    }
+    throw error;
+  }
 }

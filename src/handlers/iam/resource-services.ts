@@ -1,4 +1,4 @@
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { ServiceImpl } from '@connectrpc/connect';
 import { ProjectService as ProjectServiceDesc } from '../../../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { ServiceAccountService as ServiceAccountServiceDesc } from '../../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
 import { AuthPublicKeyService as AuthPublicKeyServiceDesc } from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
@@ -9,36 +9,7 @@ import type { ServiceAccountService } from '../../services/iam/service-account-s
 import type { PublicKeyService } from '../../services/iam/public-key-service.js';
 import type { ProfileService } from '../../services/iam/profile-service.js';
 import { principalKey, principalOf, recordedHeaders } from '../cloud/context.js';
-import { resetMaskOf } from '../cloud/instance-service.js';
-import type { Principal } from '../../auth/principal.js';
-import type { ResetMask } from '../../engines/reset-mask/index.js';
-import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import type { Page, RecordedHeaders } from '../../services/iam/named-resources.js';
-
-/** The rules behind a named IAM resource service (projects, service accounts): one shape, one handler. */
-interface NamedResourceRules<Resource, CreateRequest, UpdateRequest> {
-  get(principal: Principal, id: string): Promise<Resource>;
-  getByName(principal: Principal, parentId: string, name: string): Promise<Resource>;
-  list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<Resource>>;
-  create(principal: Principal, request: CreateRequest, headers: RecordedHeaders): Promise<OperationRow>;
-  update(principal: Principal, request: UpdateRequest, mask: ResetMask, headers: RecordedHeaders): Promise<OperationRow>;
-  delete(principal: Principal, id: string, headers: RecordedHeaders): Promise<OperationRow>;
-}
-
-/** Decode → the resource's rules → encode, for Get, GetByName, List, Create, Update (reset mask) and Delete. */
-function namedResourceServiceImpl<Resource, CreateRequest, UpdateRequest>(rules: NamedResourceRules<Resource, CreateRequest, UpdateRequest>) {
-  return {
-    get: (request: { id: string }, context: HandlerContext) => rules.get(principalOf(context), request.id),
-    getByName: (request: { parentId: string; name: string }, context: HandlerContext) => rules.getByName(principalOf(context), request.parentId, request.name),
-    list: (request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }, context: HandlerContext) => rules.list(principalOf(context), request),
-    create: async (request: CreateRequest, context: HandlerContext) =>
-      toOperationMessage(await rules.create(principalOf(context), request, recordedHeaders(context.requestHeader))),
-    update: async (request: UpdateRequest, context: HandlerContext) =>
-      toOperationMessage(await rules.update(principalOf(context), request, resetMaskOf(context.requestHeader), recordedHeaders(context.requestHeader))),
-    delete: async (request: { id: string }, context: HandlerContext) =>
-      toOperationMessage(await rules.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader))),
-  };
-}
+import { namedResourceServiceImpl } from '../cloud/named-resource-service.js';
 
 /** iam.v1.ProjectService: decode → ProjectService (the rules) → encode. */
 export function projectServiceImpl(projects: ProjectService): ServiceImpl<typeof ProjectServiceDesc> {

@@ -33,3 +33,9 @@ export function decodePageToken(scope: string, token: string): number | undefine
   }
   return Number(match[2]);
 }
+
+/** One page of a List: the items and the token of the next page ('' on the last). */
+export interface Page<T> {
+  items: T[];
+  nextPageToken: string;
+}

@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { clone, create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Knex } from 'knex';
+import type { Page } from '../cloud/paging.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 import {
   InstanceSchema,
   InstanceStatus_State as State,
@@ -43,13 +45,7 @@ export interface InstanceServiceOptions {
   parentExists?: ParentCheck;
 }
 
-export interface Page<T> {
-  items: T[];
-  nextPageToken: string;
-}
 
-/** Headers recorded on the operation (lowercase name → values). */
-export type RecordedHeaders = Record<string, string[]>;
 
 const WORK = {
   create: 'compute.instance.create',

@@ -3,6 +3,8 @@ import { clone, create, fromBinary, toBinary, type Message, type MessageInitShap
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
 import type { Knex } from 'knex';
+import type { Page } from '../cloud/paging.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
@@ -19,8 +21,6 @@ export const IAM_SERVICE = 'cpl.iam';
 /** A resource with the cloud API's `{metadata, spec, status}` shape. */
 export type NamedResource = Message & { metadata?: ResourceMetadata; spec?: Message; status?: Message };
 
-/** Headers recorded on the operation (lowercase name → values). */
-export type RecordedHeaders = Record<string, string[]>;
 
 /** What differs between projects and service accounts; everything else is shared. */
 export interface NamedResourceKind<T extends NamedResource> {
@@ -45,10 +45,6 @@ export interface NamedResourceKind<T extends NamedResource> {
   beforeDelete?(row: ResourceRow, trx: Knex): Promise<void>;
 }
 
-export interface Page<T> {
-  items: T[];
-  nextPageToken: string;
-}
 
 const NAME_MAX = 128;
 

@@ -17,7 +17,9 @@ import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import { TenantRepository } from '../../store/repositories/tenant-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import { NamedResources, type Page, type RecordedHeaders } from './named-resources.js';
+import { NamedResources } from './named-resources.js';
+import type { Page } from '../cloud/paging.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 
 export const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
 export const DEFAULT_PROJECT_NAME = 'default';

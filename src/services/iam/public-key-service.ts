@@ -26,7 +26,9 @@ import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
 import { decodePageToken, encodePageToken, pageSize } from '../cloud/paging.js';
-import { IAM_SERVICE, invalid, nameViolations, requiredViolations as required, requireFields, type Page, type RecordedHeaders } from './named-resources.js';
+import { IAM_SERVICE, invalid, nameViolations, requiredViolations as required, requireFields } from './named-resources.js';
+import type { Page } from '../cloud/paging.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 import type { ServiceAccountService } from './service-account-service.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);

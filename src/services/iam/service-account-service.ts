@@ -14,7 +14,9 @@ import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { PROJECT_ID_PATTERN } from '../compute/instance-service.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import { NamedResources, type Page, type RecordedHeaders } from './named-resources.js';
+import { NamedResources } from './named-resources.js';
+import type { Page } from '../cloud/paging.js';
+import type { RecordedHeaders } from '../../engines/operations/index.js';
 
 /**
  * Service accounts (SPEC §5 IAM): non-human identities living in a project. Everything about one
