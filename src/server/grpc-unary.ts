@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   Code,
@@ -69,52 +69,97 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
       const chunks: Buffer[] = [];
       let size = 0;
       let finished = false;
-      const reject = (error: ConnectError) => finish(route.shapeError ? route.shapeError(error, requestId) : error);
-      const finish = (error: ConnectError | undefined, output?: Uint8Array, responseHeader?: Headers, responseTrailer?: Headers) => {
-        if (finished || stream.destroyed) return;
+      const reject = (error: ConnectError, thenClose = false) => finish(route.shapeError ? route.shapeError(error, requestId) : error, undefined, undefined, undefined, thenClose);
+      /**
+       * Answers once. A stream the client closed or reset (or whose session is gone) is finished as it
+       * is: writing to it throws, and nothing would read the answer. `thenClose` resets the stream
+       * (NO_ERROR) after the trailers, so a client still sending a refused body stops.
+       */
+      const finish = (error: ConnectError | undefined, output?: Uint8Array, responseHeader?: Headers, responseTrailer?: Headers, thenClose = false) => {
+        if (finished) return;
         finished = true;
+        if (stream.destroyed || stream.closed) {
+          onDone?.(Code.Canceled);
+          return;
+        }
+        let code: Code | 0 = 0;
         const head: Record<string, string> = { ':status': '200', 'content-type': 'application/grpc+proto', 'x-request-id': requestId };
         responseHeader?.forEach((value, key) => (head[key] = value));
+        const trailer: Record<string, string> = {};
+        let envelope: Buffer | undefined;
+        if (output && output.length > maxBytes) {
+          error = new ConnectError(`response message larger than ${maxBytes} bytes`, Code.ResourceExhausted);
+        }
         if (error || !output) {
           // Headers first, then the status in trailers, as connect-node answers (clients read
           // response headers such as x-request-id from the headers frame).
           const shaped = error ?? new ConnectError('no response', Code.Internal);
-          const trailer: Record<string, string> = {};
           setTrailerStatus(new Headers(), shaped).forEach((value, key) => (trailer[key] = value));
+          code = shaped.code;
+        } else {
+          setTrailerStatus(responseTrailer ?? new Headers(), undefined).forEach((value, key) => (trailer[key] = value));
+          envelope = Buffer.allocUnsafe(5 + output.length);
+          envelope[0] = 0;
+          envelope.writeUInt32BE(output.length, 1);
+          envelope.set(output, 5);
+        }
+        try {
           stream.respond(head, { waitForTrailers: true });
-          stream.once('wantTrailers', () => stream.sendTrailers(trailer));
-          stream.end();
-          onDone?.(shaped.code);
-          return;
+          stream.once('wantTrailers', () => {
+            // The stream may have been reset between the last data frame and this event.
+            if (stream.destroyed || stream.closed) return;
+            try {
+              stream.sendTrailers(trailer);
+              if (thenClose && !stream.readableEnded) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+            } catch {
+              // closed under us: nothing left to tell the client
+            }
+          });
+          stream.end(envelope);
+        } catch {
+          // The stream closed between the check above and the write; the client is gone.
         }
-        const trailer: Record<string, string> = {};
-        setTrailerStatus(responseTrailer ?? new Headers(), undefined).forEach((value, key) => (trailer[key] = value));
-        const envelope = Buffer.allocUnsafe(5 + output.length);
-        envelope[0] = 0;
-        envelope.writeUInt32BE(output.length, 1);
-        envelope.set(output, 5);
-        stream.respond(head, { waitForTrailers: true });
-        stream.once('wantTrailers', () => stream.sendTrailers(trailer));
-        stream.end(envelope);
-        onDone?.(0);
+        onDone?.(code);
       };
+      const tooLarge = (bytes: number) => new ConnectError(`message of ${bytes} bytes is larger than the limit of ${maxBytes} bytes`, Code.ResourceExhausted);
 
+      // Refuse before buffering whenever the size is known: from Content-Length, or from the envelope header.
+      const declared = Number(headers['content-length']);
+      if (Number.isSafeInteger(declared) && declared > maxBytes + 5) {
+        stream.on('error', () => undefined);
+        stream.resume();
+        reject(tooLarge(declared - 5), true);
+        return;
+      }
       stream.on('data', (chunk: Buffer) => {
+        if (finished) return; // refused: the rest of the body is dropped as it arrives
+        const before = size;
         size += chunk.length;
-        if (size > maxBytes + 5) {
-          reject(new ConnectError(`message larger than ${maxBytes} bytes`, Code.ResourceExhausted));
-          stream.close();
-          return;
-        }
         chunks.push(chunk);
+        if (before < 5 && size >= 5) {
+          const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+          const announced = head.readUInt32BE(1);
+          if (announced > maxBytes) {
+            chunks.length = 0;
+            reject(tooLarge(announced), true);
+            return;
+          }
+        }
+        if (size > maxBytes + 5) {
+          // Only reachable with more than one message on a unary call.
+          chunks.length = 0;
+          reject(new ConnectError('expected exactly one message', Code.InvalidArgument), true);
+        }
       });
       stream.on('error', () => undefined);
       stream.on('end', () => {
         if (finished) return;
-        void run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+        run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).catch((error: unknown) => finish(ConnectError.from(error)));
       });
 
       async function run(body: Buffer) {
+        // The client may have gone already (its session destroyed right after its last frame).
+        if (stream.destroyed || stream.closed) return finish(new ConnectError('the client cancelled the call', Code.Canceled));
         const timeout = parseTimeout((headers['grpc-timeout'] as string | undefined) ?? null, 24 * 3600 * 1000);
         if (timeout.error) return reject(timeout.error);
         if (body.length < 5 || (body[0]! & 1) === 1 || body.readUInt32BE(1) !== body.length - 5) {
