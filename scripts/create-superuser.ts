@@ -1,13 +1,15 @@
 /**
  * `npm run publishing:create-superuser -- --email root@example.com --password '…' [--name 'Root']`
  * Creates a superuser of the Article Publishing API in the configured store: PostgreSQL when
- * DATABASE_URL is set, the embedded PGlite in DATA_DIR otherwise (stop a server using that PGlite
- * directory first: it is single-process). Runs pending migrations unless MIGRATE=false.
- * Exits 0 when created, 1 when the email is already taken, 2 on bad arguments.
+ * DATABASE_URL is set, the embedded PGlite in DATA_DIR otherwise (a server using that PGlite
+ * directory holds its lock: stop it first, the script refuses to share it). Runs pending migrations
+ * unless MIGRATE=false. Exits 0 when created, 1 when the email is already taken, 2 on bad arguments,
+ * 3 when the store cannot be opened.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { AppError } from '../src/errors.js';
+import { describeStartupError } from '../src/startup-errors.js';
 import { migrateLatest, openDatabase } from '../src/store/database.js';
 import { TokenService } from '../src/auth/token-service.js';
 import { WriterService } from '../src/services/publishing/writer-service.js';
@@ -32,7 +34,11 @@ try {
   if (error instanceof ConfigError) usage(`configuration error: ${error.message}`);
   throw error;
 }
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+const settings = config;
+const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch((error: unknown) => {
+  process.stderr.write(`cannot open the store: ${describeStartupError(error, 'database', settings)}\n`);
+  process.exit(3);
+});
 try {
   if (config.migrate) await migrateLatest(db.knex);
   const writers = new WriterService(db.knex, await TokenService.create(db.knex), config.accessTokenTtlSeconds);

@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
+import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
 
 export type { Knex };
@@ -65,10 +65,17 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { default: ClientPgLite } = await import('knex-pglite');
   const dataDir = options.dataDir ?? './data';
-  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const pglite = await PGlite.create({
-    dataDir: dataDir.startsWith('memory://') ? undefined : dataDir,
-    loadDataDir: options.loadDataDir,
+  const onDisk = !dataDir.startsWith('memory://');
+  // Private and exclusive before PGlite touches a file: see data-dir-lock.ts.
+  let lock: DataDirLock | undefined;
+  if (onDisk) {
+    preparePrivateDataDir(dataDir);
+    lock = lockDataDir(dataDir);
+  }
+  const pglite = await PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir: options.loadDataDir }).catch((error: unknown) => {
+    lock?.release();
+    const message = error instanceof Error ? error.message : String(error);
+    throw new DataDirError(`DATA_DIR ${dataDir} cannot be opened as a PGlite database: ${message}`, { cause: error });
   });
   const knex = knexFactory({ client: ClientPgLite, connection: () => ({ pglite }) } as Knex.Config);
   return {
@@ -78,8 +85,12 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
       return pglite.listen(channel, onPayload);
     },
     async close() {
-      await knex.destroy();
-      if (!pglite.closed) await pglite.close();
+      try {
+        await knex.destroy();
+        if (!pglite.closed) await pglite.close();
+      } finally {
+        lock?.release();
+      }
     },
   };
 }
