@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'failed_precondition'
   | 'aborted'
   | 'resource_exhausted'
+  /** A request body over the API's size limit (413). */
+  | 'content_too_large'
   | 'unimplemented'
   | 'internal';
 
@@ -74,6 +76,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   failed_precondition: 409,
   aborted: 409,
   resource_exhausted: 429,
+  content_too_large: 413,
   unimplemented: 501,
   internal: 500,
 };

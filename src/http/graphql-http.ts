@@ -58,7 +58,7 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
         reply = { status: init.status, body: responseBody ?? '', headers: { ...(init.headers as Record<string, string>) } };
       }
     } catch (error) {
-      if (error instanceof AppError && error.code === 'invalid_argument') {
+      if (error instanceof AppError && error.code === 'content_too_large') {
         reply = jsonReply(413, { errors: [{ message: error.violations[0]?.message ?? error.message }] });
       } else {
         options.onError?.(error, requestId);

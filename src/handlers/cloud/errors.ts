@@ -16,6 +16,7 @@ export const GRPC_CODE: Record<ErrorCode, Code> = {
   failed_precondition: Code.FailedPrecondition,
   aborted: Code.Aborted,
   resource_exhausted: Code.ResourceExhausted,
+  content_too_large: Code.ResourceExhausted,
   unimplemented: Code.Unimplemented,
   internal: Code.Internal,
 };
