@@ -14,14 +14,18 @@ export interface PublishingGraphqlContext {
   services: PublishingServices;
   /** Batch loaders: every author and topic an operation touches is read in one query each. */
   loaders: { writers: DataLoader<string, Writer | null>; topics: DataLoader<string, Topic | null> };
+  /** The caller as a writer, read once per request however many times (aliases) `me` is asked for. */
+  me(): Promise<Writer>;
   [key: PropertyKey]: unknown;
 }
 
 /** A fresh context per request, so loader caches never outlive one operation or leak between callers. */
 export function publishingGraphqlContext(caller: PublishingCaller, services: PublishingServices): PublishingGraphqlContext {
+  let me: Promise<Writer> | undefined;
   return {
     caller,
     services,
+    me: () => (me ??= services.writers.me(caller)),
     loaders: {
       writers: new DataLoader((ids: readonly string[]) => services.writers.getMany(caller, ids)),
       topics: new DataLoader((ids: readonly string[]) => services.topics.getMany(ids)),
@@ -37,7 +41,7 @@ export const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
     writers: (_root, { limit, offset }, { caller, services }) => services.writers.list(caller, limit, offset),
     writer: (_root, { id }, { loaders }) => loaders.writers.load(id),
     topics: (_root, { limit, offset }, { services }) => services.topics.list(limit, offset),
-    me: (_root, _args, { caller, services }) => services.writers.me(caller),
+    me: (_root, _args, { me }) => me(),
   },
   Mutation: {
     createArticle: (_root, { input }, { caller, services }) => services.articles.create(caller, articleInputOf(input)),
@@ -58,6 +62,16 @@ export const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
     topic: (article, _args, { loaders }) => (article.topic === null ? null : loaders.topics.load(article.topic)),
   },
 };
+
+/**
+ * The estimated cost of the fields that read or write the store (every other field costs 1), for
+ * the cost limit: each is at least one round trip, and aliases repeat it. Article.author and
+ * Article.topic are batched by the loaders, so they stay at 1.
+ */
+export const PUBLISHING_STORE_FIELD_COST = 25;
+export const PUBLISHING_FIELD_COSTS: Readonly<Record<string, number>> = Object.fromEntries(
+  [...Object.keys(publishingResolvers.Query ?? {}).map((name) => `Query.${name}`), ...Object.keys(publishingResolvers.Mutation ?? {}).map((name) => `Mutation.${name}`)].map((key) => [key, PUBLISHING_STORE_FIELD_COST]),
+);
 
 /** The executable schema: the SDL of contracts/graphql with the resolvers above. */
 export function publishingSchema(sdlPath: string) {

@@ -8,11 +8,13 @@ import type { ModuleContext, ServerModule } from '../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../services/publishing/index.js';
 import { bearerToken } from '../auth/bearer-token.js';
 import { publishingApiHandlers, publishingTokenOf, renderProblem } from './publishing.js';
-import { formatPublishingError, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
+import { formatPublishingError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
 
 // Generous for real clients (the standard introspection query is 13 deep), fatal for abuse.
 export const GRAPHQL_MAX_DEPTH = 15;
 export const GRAPHQL_MAX_COST = 5000;
+// The standard introspection query has ~250 tokens; 5000 is a large hand-written query.
+export const GRAPHQL_MAX_TOKENS = 5000;
 const DOCS_PATH = '/docs/publishing.md';
 
 /**
@@ -46,7 +48,8 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
 
   const graphql = createGraphqlHttp<PublishingGraphqlContext>({
     schema: publishingSchema(`${ROOT}contracts/graphql/publishing.graphql`),
-    validationRules: [depthLimitRule(GRAPHQL_MAX_DEPTH), costLimitRule({ maxCost: GRAPHQL_MAX_COST, assumedLimit: 100 })],
+    validationRules: [depthLimitRule(GRAPHQL_MAX_DEPTH), costLimitRule({ maxCost: GRAPHQL_MAX_COST, assumedLimit: 100, fieldCosts: PUBLISHING_FIELD_COSTS })],
+    maxTokens: GRAPHQL_MAX_TOKENS,
     context: async (req) => {
       const caller = await services.writers.authenticate(publishingTokenOf(req.headers)).catch(() => undefined);
       if (!caller) {
