@@ -1,0 +1,124 @@
+/**
+ * `npm run bench:startup`: how long the compiled server (`node dist/src/main.js`, what `npm start` and
+ * the container run) takes from spawn to its first 200 from `/readyz`, on an existing PGlite data
+ * directory (migrated once beforehand: the cost of a restart, not of initdb) and on PostgreSQL (a
+ * scratch database on DATABASE_URL's server, or on postgres://postgres@127.0.0.1:5432/postgres when
+ * that answers). Prints every run and the median; exits 1 when a median misses its target
+ * (PGlite < 1 s, PostgreSQL < 0.5 s). `BENCH_RUNS` (default 5) timed runs per store.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const MAIN = join(ROOT, 'dist/src/main.js');
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const TARGETS = { pglite: 1000, postgresql: 500 };
+const GIVE_UP_MS = 60_000;
+
+if (!existsSync(MAIN)) {
+  console.error('bench:startup runs the compiled server: npm run build first');
+  process.exit(2);
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+function readyzStatus(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const request = get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (response) => {
+      response.resume();
+      resolve(response.statusCode);
+    });
+    request.on('error', () => resolve(undefined));
+  });
+}
+
+/** Starts the server, returns the milliseconds until /readyz first answers 200, then stops it with SIGTERM. */
+async function timeToReady(env: NodeJS.ProcessEnv): Promise<number> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, [MAIN], { env: { ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let exitCode: number | null | undefined;
+  void exited.then((code) => (exitCode = code));
+  try {
+    for (;;) {
+      if (exitCode !== undefined) throw new Error(`the server exited with ${exitCode} before it was ready`);
+      if ((await readyzStatus(port)) === 200) return performance.now() - started;
+      if (performance.now() - started > GIVE_UP_MS) throw new Error(`not ready after ${GIVE_UP_MS} ms`);
+      // Refused connections come back at once; a short pause keeps the poll from competing for the CPU.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  } finally {
+    if (exitCode === undefined) child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+async function measure(name: keyof typeof TARGETS, env: NodeJS.ProcessEnv): Promise<boolean> {
+  // The first start creates the store (initdb, migrations, keys); a restart is what is measured.
+  const first = await timeToReady(env);
+  const runs: number[] = [];
+  for (let run = 0; run < RUNS; run++) runs.push(await timeToReady(env));
+  const result = median(runs);
+  const ok = result < TARGETS[name];
+  console.log(
+    `${name.padEnd(10)} ready in ${result.toFixed(0)} ms (median of ${RUNS}: ${runs.map((ms) => ms.toFixed(0)).join(', ')}; first start ${first.toFixed(0)} ms) — target < ${TARGETS[name]} ms: ${ok ? 'ok' : 'MISSED'}`,
+  );
+  return ok;
+}
+
+async function adminQuery(url: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+const baseEnv: NodeJS.ProcessEnv = { ...process.env };
+delete baseEnv.DATABASE_URL;
+delete baseEnv.NODE_OPTIONS;
+let allOk = true;
+
+const scratch = mkdtempSync(join(tmpdir(), 'bench-startup-'));
+try {
+  allOk = (await measure('pglite', { ...baseEnv, DATA_DIR: join(scratch, 'data') })) && allOk;
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbName = `cfs_bench_startup_${process.pid}`;
+const reachable = await adminQuery(adminUrl, `CREATE DATABASE ${dbName}`).then(
+  () => true,
+  (error: unknown) => {
+    console.log(`postgresql skipped: ${adminUrl} did not answer (${error instanceof Error ? error.message : String(error)}); set DATABASE_URL`);
+    return false;
+  },
+);
+if (reachable) {
+  const url = new URL(adminUrl);
+  url.pathname = `/${dbName}`;
+  try {
+    allOk = (await measure('postgresql', { ...baseEnv, DATABASE_URL: url.toString() })) && allOk;
+  } finally {
+    await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  }
+}
+process.exit(allOk ? 0 : 1);
