@@ -88,6 +88,11 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
         'x-accel-buffering': 'no',
         'x-content-type-options': 'nosniff',
       });
+      // HEAD: the stream's headers, and no endless body.
+      if (req.method === 'HEAD') {
+        out.end();
+        return;
+      }
       out.write('retry: 2000\n: connected\n\n');
       const sent = new Set<number>();
       let backlog: StoredCapture[] | undefined = [];

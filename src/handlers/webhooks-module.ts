@@ -31,6 +31,8 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
       contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
       handlers: webhookApiHandlers(webhooks, config),
       renderError: renderWebhookApiError,
+      // GET /inspect creates a route; a HEAD must not.
+      unsafeGets: ['openNewInspector'],
       onError: ctx.onError,
     }),
   );

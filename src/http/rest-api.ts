@@ -52,6 +52,11 @@ export interface RestApiOptions {
   securityHandlers?: Record<string, (headers: NodeRequest['headers']) => Promise<unknown> | unknown>;
   bodyLimitBytes?: number;
   onError?(error: unknown, requestId: string): void;
+  /**
+   * GET operations with a side effect (a GET that creates something). Every other GET operation
+   * answers HEAD too; these do not, so a HEAD (link checkers, proxies) never runs them.
+   */
+  unsafeGets?: string[];
 }
 
 export interface RestApi {
@@ -119,6 +124,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     operations.map((operation) => [operation.operationId, new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : [])))]),
   );
   const verifiers = options.securityHandlers ?? {};
+  const unsafeGets = new Set(options.unsafeGets);
   const schemesOf = new Map(operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]));
 
   /** The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. */
@@ -142,7 +148,10 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     const url = req.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt === -1 ? url : url.slice(0, queryAt);
-    const method = req.method ?? 'GET';
+    // HEAD is a GET without the body (RFC 9110 §9.3.2): the GET operation runs with its security
+    // and validation, and its status and headers (Content-Length included) are sent.
+    const head = req.method === 'HEAD';
+    const method = head ? 'GET' : (req.method ?? 'GET');
     const call: RestCall = {
       operationId: '',
       params: {},
@@ -156,7 +165,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     let reply: RestReply;
     try {
       const operation = api.router.matchOperation({ method, path, headers: {} });
-      if (!operation) throw new AppError('not_found', 'Not Found');
+      if (!operation || (head && unsafeGets.has(operation.operationId ?? ''))) throw new AppError('not_found', 'Not Found');
       call.operationId = operation.operationId ?? '';
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
@@ -183,7 +192,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       if (appError.code === 'internal') options.onError?.(error, requestId);
       reply = options.renderError(appError);
     }
-    send(res, reply, options.commonHeaders);
+    send(res, reply, options.commonHeaders, head);
     return (call.operationId && templates.get(call.operationId)) || 'unmatched';
   }
 
@@ -230,7 +239,7 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   }
 }
 
-function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined): void {
+function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
   const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers };
   let payload: Buffer | string = '';
   if (Buffer.isBuffer(reply.body)) {
@@ -242,7 +251,8 @@ function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string,
   }
   headers['content-length'] = Buffer.byteLength(payload);
   (res as ServerResponse).writeHead(reply.status, headers);
-  res.end(payload);
+  if (head) res.end();
+  else res.end(payload);
 }
 
 /**

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import http2 from 'node:http2';
-import type net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createServiceImplSpec, type ConnectRouter } from '@connectrpc/connect';
@@ -14,7 +13,7 @@ import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
 import { buildModules } from './modules.js';
 import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
-import { createProtocolSwitch } from './protocol-switch.js';
+import { createOnePortServer } from './protocol-switch.js';
 import { requestIdOf } from './request-id.js';
 
 export interface BuildOverrides {
@@ -105,20 +104,27 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       req.headers['x-request-id'] = requestId;
       rpc(req, res);
       route = path;
-    } else if (req.httpVersionMajor === 1) {
-      expressApp(req as http.IncomingMessage, res as http.ServerResponse);
-      route = 'express';
     } else {
-      (res as http.ServerResponse).writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ statusCode: 404, message: 'Not Found', error: 'Not Found' }));
-      route = 'unmatched';
+      // Health, readiness, key sets and the 404 of unknown paths, on HTTP/1.1 and HTTP/2 alike.
+      expressApp(req, res);
+      route = 'express';
     }
     res.once('finish', () => {
       void Promise.resolve(route).then((template) => logRequest(requestId, req.method, template, res.statusCode, started));
     });
   };
 
-  const http1 = http.createServer({ keepAliveTimeout: 5000 }, dispatch);
+  const http1 = http.createServer(
+    {
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, which would let a slow-header
+      // client hold its socket that much longer than HEADERS_TIMEOUT_MS).
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+    },
+    dispatch,
+  );
   // HTTP/2 streams: native unary gRPC takes the fast path; everything else goes through Node's
   // compatibility API (req/res) of a second, never-listening server to the same dispatcher.
   const h2Compat = http2.createServer({}, dispatch);
@@ -132,19 +138,14 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       h2Compat.emit('stream', stream, headers, flags, rawHeaders);
     }
   });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on('session', (session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
-  });
   const tlsOptions = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert, 'utf8'), key: readFileSync(config.tlsKey, 'utf8') } : undefined;
-  const server: net.Server = createProtocolSwitch(
-    {
-      http1: (socket) => http1.emit('connection', socket),
-      http2: (socket) => h2.emit('connection', socket),
-    },
-    tlsOptions,
-  );
+  const server = createOnePortServer({
+    http1,
+    http2: h2,
+    tls: tlsOptions,
+    firstByteTimeoutMs: config.firstByteTimeoutMs,
+    http2IdleTimeoutMs: config.http2IdleTimeoutMs,
+  });
   for (const module of modules) await module.start?.();
   ready = true;
 
@@ -157,31 +158,13 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     users,
     restApis,
     listen(port = config.port, host = config.host) {
-      return new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          const address = server.address();
-          resolve(typeof address === 'object' && address ? address.port : port);
-        });
-      });
+      return server.listen(port, host);
     },
     close() {
       closing ??= (async () => {
         ready = false;
         for (const module of modules) module.drain?.();
-        const closed = new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
-        // Keep-alive connections become idle as their last response ends; close them as they do.
-        http1.closeIdleConnections();
-        const sweep = setInterval(() => http1.closeIdleConnections(), 25);
-        for (const session of sessions) session.close();
-        const grace = setTimeout(() => {
-          http1.closeAllConnections();
-          for (const session of sessions) session.destroy();
-        }, config.shutdownGraceMs);
-        await Promise.all([closed, new Promise<void>((resolve) => http1.close(() => resolve())), new Promise<void>((resolve) => h2.close(() => resolve()))]);
-        clearTimeout(grace);
-        clearInterval(sweep);
+        await server.close(config.shutdownGraceMs);
         for (const module of modules) await module.stop?.();
         await db.close();
       })();

@@ -1,6 +1,9 @@
+import http from 'node:http';
+import http2 from 'node:http2';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
+import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 
 export interface ExpressAppDeps {
   db: Database;
@@ -10,26 +13,51 @@ export interface ExpressAppDeps {
   routers?: express.Router[];
 }
 
+/** Serves one request of either HTTP version. */
+export type NonContractHandler = (req: NodeRequest, res: NodeResponse) => void;
+
 /**
- * The routes that no OpenAPI contract describes: health, readiness, key sets, pages.
- * Unknown routes and broken bodies still answer JSON in the server's default error shape.
+ * The routes that no OpenAPI contract describes: health, readiness, key sets, pages, over HTTP/1.1
+ * and HTTP/2. Unknown routes and broken bodies still answer JSON in the server's default error shape.
+ * GET routes answer HEAD too (express runs the GET route and sends no body).
+ *
+ * Express gives every request and response its own prototype, which inherits from node:http's
+ * IncomingMessage/ServerResponse; set on an HTTP/2 compatibility object, those stream internals
+ * are missing and the process crashes (expressjs/express#3388, #6580). The HTTP/2 face is the same
+ * express, routes and middleware, whose request/response prototypes carry express's methods over
+ * Http2ServerRequest/Http2ServerResponse instead: the known bridge, and all express needs here
+ * (headers, status, `res.json`, `res.end`) exists on both.
  */
-export function createExpressApp(deps: ExpressAppDeps): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.get('/healthz', (_req, res) => {
+export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
+  const routes = express.Router();
+  routes.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  routes.get('/readyz', async (_req, res) => {
     const reachable = await deps.db.knex.raw('select 1').then(() => true, () => false);
     const ready = reachable && deps.isReady();
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', database: reachable ? 'ok' : 'unreachable' });
   });
-  app.get('/.well-known/jwks.json', (_req, res) => {
+  routes.get('/.well-known/jwks.json', (_req, res) => {
     res.json(deps.tokens.jwks());
   });
-  for (const router of deps.routers ?? []) app.use(router);
+  for (const router of deps.routers ?? []) routes.use(router);
+
+  const http1 = expressFace(routes);
+  const h2 = expressFace(routes);
+  rebase(h2, 'request', http2.Http2ServerRequest.prototype);
+  rebase(h2, 'response', http2.Http2ServerResponse.prototype);
+  return (req, res) => {
+    if (req instanceof http2.Http2ServerRequest) h2(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
+    else http1(req, res as http.ServerResponse);
+  };
+}
+
+function expressFace(routes: express.Router): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(routes);
   app.use((_req, res) => {
     res.status(404).json({ statusCode: 404, message: 'Not Found', error: 'Not Found' });
   });
@@ -39,4 +67,12 @@ export function createExpressApp(deps: ExpressAppDeps): Express {
     res.status(status).json({ statusCode: status, message, error: message });
   });
   return app;
+}
+
+/** Gives `app.request` or `app.response` express's own methods over another node prototype. */
+function rebase(app: Express, which: 'request' | 'response', nodePrototype: object): void {
+  const methods = which === 'request' ? express.request : express.response;
+  const own = Object.create(nodePrototype, Object.getOwnPropertyDescriptors(methods)) as object;
+  // As express's createApplication does: the per-app object knows its app.
+  app[which] = Object.create(own, { app: { configurable: true, enumerable: true, writable: true, value: app } });
 }

@@ -1,41 +1,208 @@
+import type http from 'node:http';
+import type http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-export interface ProtocolTargets {
-  /** Receives HTTP/2 connections (cleartext prior knowledge, or TLS with ALPN h2). */
-  http2(socket: net.Socket): void;
-  /** Receives everything else as HTTP/1.x. */
-  http1(socket: net.Socket): void;
+export interface OnePortOptions {
+  /** Serves HTTP/1.x. Its own headersTimeout, requestTimeout and keepAliveTimeout apply. */
+  http1: http.Server;
+  /** Serves HTTP/2 (cleartext prior knowledge, or TLS with ALPN h2). */
+  http2: http2.Http2Server;
+  tls?: { cert: string; key: string };
+  /** Cleartext: the first bytes must arrive within this; TLS: the handshake must finish within it. */
+  firstByteTimeoutMs: number;
+  /** An HTTP/2 session without frames for this long gets a GOAWAY, and is destroyed after as long again. */
+  http2IdleTimeoutMs: number;
+}
+
+export interface OnePortServer {
+  listen(port: number, host: string): Promise<number>;
+  /**
+   * Stops accepting, closes idle connections at once, lets in-flight requests finish, and destroys
+   * whatever is still open after `graceMs`. Resolves when every connection is closed.
+   */
+  close(graceMs: number): Promise<void>;
+  /** Open connections, whatever their protocol (for tests and diagnostics). */
+  readonly connections: number;
+}
+
+/** One accepted TCP connection and what it became. */
+interface Connection {
+  raw: net.Socket;
+  /** What the HTTP server reads: the raw socket, or the TLS socket over it. */
+  wire: net.Socket | undefined;
+  protocol: 'pending' | 'http1' | 'http2';
+  /** HTTP/1 requests dispatched on it whose response has not closed yet. */
+  inFlight: number;
 }
 
 /**
  * One port for every protocol. Cleartext: the first bytes tell an HTTP/2 connection preface from
  * HTTP/1.x (node's http2 server cannot serve HTTP/1.1 without TLS, and express crashes on HTTP/2
  * requests). TLS: ALPN decides. The peeked bytes are pushed back before the socket is handed on.
+ *
+ * Because the HTTP servers never listen themselves, this is where every connection is tracked and
+ * timed out: no first bytes (or TLS handshake) in time, HTTP/2 sessions idle, and at shutdown.
  */
-export function createProtocolSwitch(targets: ProtocolTargets, tlsOptions?: { cert: string; key: string }): net.Server {
-  if (tlsOptions) {
-    return tls.createServer({ ...tlsOptions, ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => {
-      if (socket.alpnProtocol === 'h2') targets.http2(socket);
-      else targets.http1(socket);
+export function createOnePortServer(options: OnePortOptions): OnePortServer {
+  const { http1, http2: h2 } = options;
+  const connections = new Set<Connection>();
+  const byWire = new WeakMap<net.Socket, Connection>();
+  /** TLS only: the raw connection of a handshake in progress, by its remote address and port. */
+  const handshaking = new Map<string, Connection>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  let closing = false;
+  let drained: (() => void) | undefined;
+
+  // node:http arms headersTimeout/requestTimeout checks and the connection list behind
+  // closeIdleConnections on its own 'listening' event (setupConnectionsTracking), which a server fed
+  // by `emit('connection')` never gets. Emitting it is what Node's http2 secure server with
+  // allowHTTP1 does for the same reason; the connections tests fail if a Node release changes it.
+  http1.emit('listening');
+
+  const handOn = (connection: Connection, wire: net.Socket, protocol: 'http1' | 'http2') => {
+    connection.wire = wire;
+    connection.protocol = protocol;
+    byWire.set(wire, connection);
+    if (protocol === 'http2') h2.emit('connection', wire);
+    else http1.emit('connection', wire);
+  };
+
+  const track = (raw: net.Socket): Connection => {
+    const connection: Connection = { raw, wire: undefined, protocol: 'pending', inFlight: 0 };
+    connections.add(connection);
+    raw.once('close', () => {
+      connections.delete(connection);
+      if (connections.size === 0) drained?.();
     });
-  }
-  return net.createServer((socket) => {
-    socket.once('readable', function route() {
-      const head: Buffer | null = socket.read();
-      if (head === null) {
-        socket.once('readable', route);
+    // After a hand-over the HTTP server handles socket errors; before, nothing else listens.
+    raw.on('error', () => raw.destroy());
+    if (closing) raw.destroy();
+    return connection;
+  };
+
+  let server: net.Server;
+  if (options.tls) {
+    const secure = tls.createServer({ ...options.tls, ALPNProtocols: ['h2', 'http/1.1'], handshakeTimeout: options.firstByteTimeoutMs }, (socket) => {
+      const connection = handshaking.get(addressKey(socket));
+      handshaking.delete(addressKey(socket));
+      if (!connection || closing) {
+        socket.destroy();
         return;
       }
-      // A preface split across packets is rare; fewer bytes than the preface that match it so far count as HTTP/2.
-      const compared = Math.min(head.length, PREFACE.length);
-      const isHttp2 = head.subarray(0, compared).equals(PREFACE.subarray(0, compared));
-      socket.unshift(head);
-      if (isHttp2) targets.http2(socket);
-      else targets.http1(socket);
+      handOn(connection, socket, socket.alpnProtocol === 'h2' ? 'http2' : 'http1');
     });
-    socket.on('error', () => socket.destroy());
+    secure.on('connection', (raw: net.Socket) => {
+      const connection = track(raw);
+      const key = addressKey(raw);
+      handshaking.set(key, connection);
+      raw.once('close', () => handshaking.delete(key));
+    });
+    // A failed or timed-out handshake (handshakeTimeout). With a listener, closing is ours to do.
+    secure.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => {
+      handshaking.get(addressKey(socket))?.raw.destroy();
+      socket.destroy();
+    });
+    server = secure;
+  } else {
+    server = net.createServer((raw) => {
+      const connection = track(raw);
+      const silent = setTimeout(() => raw.destroy(), options.firstByteTimeoutMs);
+      raw.once('close', () => clearTimeout(silent));
+      raw.once('readable', function route() {
+        const head: Buffer | null = raw.read();
+        if (head === null) {
+          raw.once('readable', route);
+          return;
+        }
+        clearTimeout(silent);
+        // A preface split across packets is rare; fewer bytes than the preface that match it so far count as HTTP/2.
+        const compared = Math.min(head.length, PREFACE.length);
+        const isHttp2 = head.subarray(0, compared).equals(PREFACE.subarray(0, compared));
+        raw.unshift(head);
+        handOn(connection, raw, isHttp2 ? 'http2' : 'http1');
+      });
+    });
+  }
+
+  // HTTP/1: count requests in flight per connection, so shutdown closes exactly the idle ones.
+  http1.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const connection = byWire.get(req.socket);
+    if (!connection) return;
+    connection.inFlight++;
+    // During shutdown the response ends the connection (Node closes it after `Connection: close`).
+    if (closing) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      connection.inFlight--;
+      // A response that began before shutdown still said keep-alive: end the connection ourselves.
+      if (closing && connection.inFlight === 0) connection.wire?.end();
+    });
   });
+
+  // HTTP/2: a session idle for the timeout is asked to go away (its open streams may finish); if it
+  // stays idle for as long again, it is destroyed. Any frame restarts the timer (Node's own).
+  h2.on('session', (session: http2.ServerHttp2Session) => {
+    sessions.add(session);
+    const onIdle = () => {
+      if (session.closed) {
+        session.destroy();
+        return;
+      }
+      session.close();
+      session.setTimeout(options.http2IdleTimeoutMs, onIdle);
+    };
+    session.setTimeout(options.http2IdleTimeoutMs, onIdle);
+    session.once('close', () => sessions.delete(session));
+  });
+
+  return {
+    get connections() {
+      return connections.size;
+    },
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const address = server.address();
+          resolve(typeof address === 'object' && address ? address.port : port);
+        });
+      });
+    },
+    async close(graceMs) {
+      closing = true;
+      const allClosed = new Promise<void>((resolve) => {
+        drained = resolve;
+        if (connections.size === 0) resolve();
+      });
+      if (server.listening) server.close();
+      // Clears node:http's timeout checker; neither server listens, so nothing else happens.
+      http1.close();
+      h2.close();
+      for (const connection of connections) {
+        // Nothing was dispatched on these: no first bytes or handshake yet, or an HTTP/1 connection
+        // between requests or still sending headers. Closing them loses no accepted work.
+        if (connection.protocol === 'pending' || (connection.protocol === 'http1' && connection.inFlight === 0)) {
+          connection.raw.destroy();
+          connection.wire?.destroy();
+        }
+      }
+      for (const session of sessions) session.close();
+      const grace = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        for (const connection of connections) {
+          connection.wire?.destroy();
+          connection.raw.destroy();
+        }
+      }, graceMs);
+      await allClosed;
+      clearTimeout(grace);
+    },
+  };
+}
+
+function addressKey(socket: net.Socket): string {
+  return `${socket.remoteAddress}:${socket.remotePort}`;
 }

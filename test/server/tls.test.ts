@@ -3,6 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import https from 'node:https';
+import net from 'node:net';
+import { once } from 'node:events';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
@@ -11,7 +13,7 @@ import {
   GetServerInfoResponseSchema,
   type GetServerInfoResponse,
 } from '../../generated/proto/cloud/common/v1/server_info_service_pb.js';
-import { startServer, type TestServer } from '../support/app.js';
+import { h2Request, startServer, type TestServer } from '../support/app.js';
 
 let server: TestServer;
 let dir: string;
@@ -24,7 +26,7 @@ beforeAll(async () => {
     '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
   ], { stdio: 'ignore' });
   ca = readFileSync(join(dir, 'cert.pem'));
-  server = await startServer({ TLS_CERT: join(dir, 'cert.pem'), TLS_KEY: join(dir, 'key.pem') });
+  server = await startServer({ TLS_CERT: join(dir, 'cert.pem'), TLS_KEY: join(dir, 'key.pem'), FIRST_BYTE_TIMEOUT_MS: '300' });
 });
 afterAll(async () => {
   await server.close();
@@ -82,4 +84,31 @@ test('with TLS, a grpc-js client calls a service over h2', async () => {
   } finally {
     client.close();
   }
+});
+
+test('with TLS, health, readiness and the key set answer over HTTP/2 negotiated by ALPN, and HEAD too', async () => {
+  const url = `https://localhost:${server.port}`;
+  const health = await h2Request(url, '/healthz', 'GET', { ca });
+  expect([health.status, JSON.parse(health.body)]).toEqual([200, { status: 'ok' }]);
+  const ready = await h2Request(url, '/readyz', 'GET', { ca });
+  expect(ready.status).toBe(200);
+  expect(JSON.parse(ready.body)).toMatchObject({ status: 'ready', database: 'ok' });
+  const jwks = await h2Request(url, '/.well-known/jwks.json', 'GET', { ca });
+  expect(jwks.status).toBe(200);
+  expect(JSON.parse(jwks.body).keys.length).toBeGreaterThan(0);
+  const head = await h2Request(url, '/.well-known/jwks.json', 'HEAD', { ca });
+  expect([head.status, head.body, head.headers['content-length']]).toEqual([200, '', String(Buffer.byteLength(jwks.body))]);
+});
+
+test('with TLS, a connection that never starts its handshake is closed after FIRST_BYTE_TIMEOUT_MS', async () => {
+  const socket = net.connect(server.port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  const started = performance.now();
+  const timer = setTimeout(() => socket.destroy(new Error('still open')), 3000);
+  await once(socket, 'close');
+  clearTimeout(timer);
+  const elapsed = performance.now() - started;
+  expect(elapsed).toBeGreaterThanOrEqual(250);
+  expect(elapsed).toBeLessThan(2900);
 });

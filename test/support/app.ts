@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import pg from 'pg';
 import { build, type App } from '../../src/server/build.js';
 import { loadConfig } from '../../src/config.js';
@@ -119,5 +120,23 @@ export function expectMatchesContract(app: App, method: string, path: string, re
       throw new Error(`${name}: ${method} ${path} ${response.status} body violates the contract: ${JSON.stringify(result.errors)}\n${response.text}`);
     }
     return;
+  }
+}
+
+/** One HTTP/2 request on its own session; answers status, headers and body. */
+export async function h2Request(url: string, path: string, method = 'GET', options: http2.SecureClientSessionOptions = {}) {
+  const session = http2.connect(url, options);
+  try {
+    return await new Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const stream = session.request({ ':path': path, ':method': method });
+      let headers: http2.IncomingHttpHeaders = {};
+      let body = '';
+      stream.on('response', (received) => (headers = received));
+      stream.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      stream.on('end', () => resolve({ status: Number(headers[':status']), headers, body }));
+      stream.on('error', reject);
+    });
+  } finally {
+    session.close();
   }
 }
