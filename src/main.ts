@@ -1,9 +1,14 @@
-import { ConfigError, loadConfig } from './config.js';
-import { openDatabase } from './store/database.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './logger.js';
+import { describeStartupError, StartupTimeoutError, type StartupStep } from './startup-errors.js';
+import { databaseOptionsOf, openDatabase } from './store/database.js';
 
-/** Entry point: the only place that listens and handles signals. */
+/**
+ * Entry point: the only place that listens and handles signals. A start that fails prints one line
+ * naming the setting at fault (PORT, HOST, DATABASE_URL, DATA_DIR) and exits 1; a bad variable exits 2.
+ */
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
@@ -13,27 +18,69 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  // Open the store while the rest of the server loads: PGlite's start overlaps the module imports.
-  const database = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const { build } = await import('./server/build.js');
-  const app = await build(config, { database: await database });
-  const port = await app.listen();
-  app.logger.info({ port, database: app.db.kind }, 'listening');
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    app.logger.info({ signal }, 'shutting down');
-    app.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        app.logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+  const logger = createLogger(config.logLevel);
+  let stop: ((reason: string, exitCode: number) => void) | undefined;
+  watchProcessErrors(logger, (reason) => (stop ? stop(reason, 1) : process.exit(1)));
+
+  let step: StartupStep = 'database';
+  const fail = (error: unknown): never => {
+    process.stderr.write(`cannot start: ${describeStartupError(error, step, config)}\n`);
+    logger.debug({ err: error, step }, 'start failed');
+    // process.exit, not a graceful close: a half-open store or a hung connection must not keep us here.
+    // The DATA_DIR lock is removed by its exit hook.
+    process.exit(1);
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  // A black-holed database or a stuck file system would otherwise hang the start with no word.
+  const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
+  try {
+    // Load the server's modules while the store opens: PGlite's start overlaps the imports.
+    const loading = import('./server/build.js');
+    loading.catch(() => undefined); // awaited below; a rejection before then is not "unhandled"
+    const database = await openDatabase(databaseOptionsOf(config));
+    // pg connects lazily: one query now, so an unreachable or missing database is named as such.
+    await database.knex.raw('select 1');
+    step = 'build';
+    const { build } = await loading;
+    const app = await build(config, { database, logger });
+    step = 'listen';
+    const port = await app.listen();
+    clearTimeout(deadline);
+    app.logger.info({ port, database: app.db.kind }, 'listening');
+    let stopping = false;
+    stop = (reason, exitCode) => {
+      if (stopping) return;
+      stopping = true;
+      app.logger.info({ reason }, 'shutting down');
+      app.close().then(
+        () => process.exit(exitCode),
+        (error: unknown) => {
+          app.logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => stop?.('SIGTERM', 0));
+    process.on('SIGINT', () => stop?.('SIGINT', 0));
+  } catch (error) {
+    fail(error);
+  }
+}
+
+/**
+ * A stray rejection (a callback nobody awaited) is logged and the server keeps serving: one bad
+ * request must not take every other client down with it. An uncaught exception leaves the process
+ * in an unknown state, so it is logged and the server shuts down gracefully with exit code 1 (a
+ * supervisor restarts it). Either way the log says what happened, where Node would die silently
+ * or with a bare stack on stderr.
+ */
+function watchProcessErrors(logger: Logger, shutDown: (reason: string) => void): void {
+  process.on('unhandledRejection', (reason: unknown) => {
+    logger.error({ err: reason }, 'unhandled promise rejection');
+  });
+  process.on('uncaughtException', (error: Error) => {
+    logger.fatal({ err: error }, 'uncaught exception; shutting down');
+    shutDown('uncaughtException');
+  });
 }
 
 main().catch((error: unknown) => {

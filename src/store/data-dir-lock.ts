@@ -174,6 +174,15 @@ function errorCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' ? error.code : undefined;
 }
 
+const REASONS: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on the device',
+};
+
 function reason(error: unknown): string {
-  return errorCode(error) ?? (error instanceof Error ? error.message : String(error));
+  const code = errorCode(error);
+  if (code === undefined) return error instanceof Error ? error.message : String(error);
+  return REASONS[code] ? `${REASONS[code]} (${code})` : code;
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ROOT } from '../support/template.js';
 
 export interface ChildResult {
@@ -10,23 +10,42 @@ export interface ChildResult {
   ms: number;
 }
 
+export interface ChildOptions {
+  /** Killed with SIGKILL after this (the test then sees signal SIGKILL). */
+  timeoutMs?: number;
+  /** Run as another user (only when the tests run as root). */
+  uid?: number;
+  gid?: number;
+  /** Extra `--import` modules loaded after tsx. */
+  preload?: string[];
+}
+
 /**
- * Runs a TypeScript entry point of this repository (`src/main.ts`, a script) as its own process, the
- * way `npm start` does, with exactly `env` on top of PATH: no DATABASE_URL or NODE_OPTIONS leak in
- * from the test run. A child still running after `timeoutMs` is killed and the test sees signal SIGKILL.
+ * Starts a TypeScript entry point of this repository (`src/main.ts`, a script) as its own process,
+ * the way `npm start` does, with exactly `env` on top of PATH: no DATABASE_URL or NODE_OPTIONS leak
+ * in from the test run.
  */
-export function runChild(entry: string, args: string[], env: Record<string, string>, timeoutMs = 15_000): Promise<ChildResult> {
-  const started = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+export function spawnChild(entry: string, args: string[], env: Record<string, string>, options: ChildOptions = {}): ChildProcessWithoutNullStreams {
+  const imports = ['tsx', ...(options.preload ?? [])].flatMap((module) => ['--import', module]);
+  return spawn(process.execPath, [...imports, entry, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
+    uid: options.uid,
+    gid: options.gid,
   });
+}
+
+/** Runs a child to its end (see spawnChild) and collects its output. */
+export function runChild(entry: string, args: string[], env: Record<string, string>, options: ChildOptions = {}): Promise<ChildResult> {
+  const started = Date.now();
+  const child = spawnChild(entry, args, env, options);
+  child.stdin.end();
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 15_000);
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => {

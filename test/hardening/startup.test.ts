@@ -1,0 +1,184 @@
+import { jest } from '@jest/globals';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { openDatabase } from '../../src/store/database.js';
+import { LOCK_FILE } from '../../src/store/data-dir-lock.js';
+import { pgliteTemplatePath } from '../support/template.js';
+import { runChild, spawnChild, type ChildOptions, type ChildResult } from './startup-child.js';
+
+/**
+ * Each bad setting, given to a real `node --import tsx src/main.ts`: one line on stderr naming the
+ * setting, a non-zero exit, in bounded time. The children that fail before opening a database run
+ * side by side; the ones that need a working store use one DATA_DIR loaded from the template.
+ */
+// Child processes that load TypeScript and a database: slow on a busy machine, never unbounded.
+jest.setTimeout(90_000);
+const root = mkdtempSync(join(tmpdir(), 'cfs-startup-'));
+const servers: Server[] = [];
+const sockets: Socket[] = [];
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function listening(onConnection: (socket: Socket) => void = () => undefined): Promise<number> {
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    onConnection(socket);
+  });
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+// Generous bounds: the point is "exits by itself, no hang", on a machine that may be busy.
+const FAIL_FAST_MS = 30_000;
+const main = (env: Record<string, string>, options: ChildOptions = {}) => runChild('src/main.ts', [], { HOST: '127.0.0.1', ...env }, { timeoutMs: 60_000, ...options });
+
+function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number): void {
+  expect({ code: result.code, signal: result.signal }).toEqual({ code: 1, signal: null });
+  const lines = result.stderr.split('\n').filter(Boolean);
+  expect(lines).toHaveLength(1);
+  if (typeof line === 'string') expect(lines[0]).toBe(line);
+  else expect(lines[0]).toMatch(line);
+  expect(result.ms).toBeLessThan(maxMs);
+}
+
+const pgUrl = process.env.DATABASE_URL;
+const runningAsRoot = process.getuid?.() === 0;
+
+describe('a start that cannot open its store', () => {
+  const results = new Map<string, Promise<ChildResult>>();
+  let refused = 0;
+  let blackHole = 0;
+  const fileDataDir = join(root, 'a-file');
+  const readOnlyDataDir = join(root, 'read-only');
+  const heldDataDir = join(root, 'held');
+  beforeAll(async () => {
+    refused = await closedPort();
+    blackHole = await listening(); // accepts and never answers
+    writeFileSync(fileDataDir, 'not a directory');
+    mkdirSync(readOnlyDataDir, { mode: 0o500 });
+    if (runningAsRoot) chmodSync(root, 0o755); // so that nobody reaches it
+    mkdirSync(heldDataDir, { mode: 0o700 });
+    writeFileSync(join(heldDataDir, LOCK_FILE), `${process.pid}\n`);
+    results.set('refused', main({ DATABASE_URL: `postgres://app:secret@127.0.0.1:${refused}/app` }));
+    results.set('black hole', main({ DATABASE_URL: `postgres://app@127.0.0.1:${blackHole}/app`, STARTUP_TIMEOUT_MS: '1500' }));
+    results.set('file', main({ DATA_DIR: fileDataDir }));
+    // Root writes anywhere: the read-only case runs as nobody then.
+    results.set('read-only', main({ DATA_DIR: readOnlyDataDir }, runningAsRoot ? { uid: 65534, gid: 65534 } : {}));
+    results.set('held', main({ DATA_DIR: heldDataDir }));
+    if (pgUrl) {
+      const missing = new URL(pgUrl);
+      missing.pathname = '/cfs_no_such_database';
+      results.set('missing', main({ DATABASE_URL: missing.toString() }));
+    }
+  });
+  const result = (name: string) => results.get(name) ?? Promise.reject(new Error(`no child ${name}`));
+
+  test('DATABASE_URL refusing connections: one line naming DATABASE_URL, password hidden', async () => {
+    expectOneLine(await result('refused'), `cannot start: DATABASE_URL postgres://app:***@127.0.0.1:${refused}/app: connection refused (is PostgreSQL running and listening there?)`, FAIL_FAST_MS);
+  });
+
+  test('DATABASE_URL that accepts and never answers: gives up after STARTUP_TIMEOUT_MS', async () => {
+    const outcome = await result('black hole');
+    expectOneLine(outcome, new RegExp(`^cannot start: DATABASE_URL postgres://app@127\\.0\\.0\\.1:${blackHole}/app: `), FAIL_FAST_MS);
+    expect(outcome.stderr).toMatch(/did not answer within 1\.5 s \(STARTUP_TIMEOUT_MS\)|timeout/i);
+  });
+
+  (pgUrl ? test : test.skip)('DATABASE_URL naming a database that does not exist', async () => {
+    expectOneLine(await result('missing'), /^cannot start: DATABASE_URL .*\/cfs_no_such_database: database "cfs_no_such_database" does not exist \(create it, or point DATABASE_URL at an existing database\)$/, FAIL_FAST_MS);
+  });
+
+  test('DATA_DIR that is a file', async () => {
+    expectOneLine(await result('file'), `cannot start: DATA_DIR ${fileDataDir} is not a directory (a file is in the way)`, FAIL_FAST_MS);
+  });
+
+  test('DATA_DIR this process cannot write', async () => {
+    expectOneLine(await result('read-only'), `cannot start: DATA_DIR ${readOnlyDataDir} is not writable by this process: permission denied (EACCES)`, FAIL_FAST_MS);
+  });
+
+  test('DATA_DIR held by another running process', async () => {
+    expectOneLine(await result('held'), `cannot start: DATA_DIR ${heldDataDir} is in use by process ${process.pid} (lock ${join(heldDataDir, LOCK_FILE)}): the embedded database allows one process at a time; stop it, or use DATABASE_URL for several processes`, FAIL_FAST_MS);
+  });
+});
+
+// The cases below start a working server on a DATA_DIR loaded from the migrated template.
+// A run on PostgreSQL prepares no PGlite template: these are skipped there.
+const describeWithPglite = existsSync(pgliteTemplatePath()) ? describe : describe.skip;
+
+describeWithPglite('a server on a working store', () => {
+  const dataDir = join(root, 'data');
+  beforeAll(async () => {
+    const db = await openDatabase({ dataDir, loadDataDir: new Blob([readFileSync(pgliteTemplatePath())]) });
+    await db.close();
+  });
+
+  test('PORT already in use: one line naming PORT, and the DATA_DIR lock is released', async () => {
+    const port = await listening();
+    expectOneLine(await main({ DATA_DIR: dataDir, PORT: String(port), MIGRATE: 'false' }), `cannot start: PORT ${port} is already in use (HOST 127.0.0.1): stop the other server or choose another PORT`, FAIL_FAST_MS);
+    expect(() => readFileSync(join(dataDir, LOCK_FILE))).toThrow(/ENOENT/);
+  });
+
+  test('an unhandled rejection is logged and the server keeps serving; an uncaught exception is logged as fatal and the server shuts down with exit code 1', async () => {
+    const child = spawnChild('src/main.ts', [], { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', MIGRATE: 'false', LOG_LEVEL: 'info' }, { preload: ['./test/hardening/startup-fault-preload.ts'] });
+    child.stdin.end();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const lines: LogLine[] = [];
+    const waiters: Array<() => void> = [];
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(JSON.parse(line) as LogLine);
+      for (const wake of waiters.splice(0)) wake();
+    });
+    const logged = async (msg: string): Promise<LogLine> => {
+      for (;;) {
+        const found = lines.find((line) => line.msg === msg);
+        if (found) return found;
+        const next = new Promise<void>((resolve) => waiters.push(resolve));
+        await Promise.race([next, exited.then(({ code }) => Promise.reject(new Error(`exited (${code}) before logging "${msg}": ${stderr}`)))]);
+      }
+    };
+    try {
+      const { port } = await logged('listening');
+      const rejection = await logged('unhandled promise rejection');
+      expect(rejection).toMatchObject({ level: 50, err: { message: 'stray rejection planted by the test' } });
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+
+      child.kill('SIGUSR2');
+      const exception = await logged('uncaught exception; shutting down');
+      expect(exception).toMatchObject({ level: 60, err: { message: 'uncaught exception planted by the test' } });
+      expect(await exited).toEqual({ code: 1, stderr: '' });
+      expect(lines.map((line) => line.msg)).toContain('shutting down');
+    } finally {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+interface LogLine {
+  msg?: string;
+  level?: number;
+  port?: number;
+  err?: { message?: string };
+}
