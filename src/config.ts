@@ -20,6 +20,16 @@ export interface Config {
   shutdownGraceMs: number;
   /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
   startupTimeoutMs: number;
+  /** A new connection must send its first bytes (cleartext) or finish its TLS handshake within this. */
+  firstByteTimeoutMs: number;
+  /** HTTP/1.1: the request headers must be complete within this (slow-header clients are closed). */
+  headersTimeoutMs: number;
+  /** HTTP/1.1: the whole request, body included, must arrive within this. */
+  requestTimeoutMs: number;
+  /** HTTP/1.1: an idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** HTTP/2: a session that exchanges no frames for this long is closed (GOAWAY), then destroyed after as long again. */
+  http2IdleTimeoutMs: number;
   // --- article publishing (SPEC §3, docs/publishing.md) ---
   /** The first superuser, created at start when this email is free. */
   superuserEmail: string | undefined;
@@ -115,6 +125,7 @@ export function loadConfig(env: Env = process.env): Config {
     tlsKey,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 1000, 600_000),
+    ...connectionTimeouts(env),
     // --- article publishing ---
     superuserEmail,
     superuserPassword,
@@ -138,6 +149,21 @@ export function loadConfig(env: Env = process.env): Config {
     // At most 500: one NOTIFY names every capture of a batch and must stay under 8000 bytes.
     webhookBatchRows: integer(env, 'WEBHOOK_BATCH_ROWS', 500, 1, 500),
     webhookPublicUrl: webhookPublicUrl(env),
+  };
+}
+
+/** Timeouts of the one port's connections (docs/architecture.md, "One port"). */
+function connectionTimeouts(env: Env): Pick<Config, 'firstByteTimeoutMs' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'http2IdleTimeoutMs'> {
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 20_000, 10, 600_000);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 10, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  return {
+    firstByteTimeoutMs: integer(env, 'FIRST_BYTE_TIMEOUT_MS', 10_000, 10, 600_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 10, 600_000),
+    http2IdleTimeoutMs: integer(env, 'HTTP2_IDLE_TIMEOUT_MS', 120_000, 10, 3_600_000),
   };
 }
 
