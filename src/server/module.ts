@@ -36,7 +36,7 @@ export interface ServerModule {
    * native gRPC path) the way this module's interceptors shape errors.
    */
   shapeRpcError?(error: ConnectError, service: DescService, requestId: string): ConnectError;
-  /** Express routes (HTTP/1.1) for pages and endpoints no contract engine serves. */
+  /** Express routes (HTTP/1.1 and HTTP/2) for pages and endpoints no contract engine serves. */
   router?: express.Router;
   /** Contract engines, by contract name, for response validation in tests. */
   restApis?: Record<string, RestApi>;
