@@ -1,16 +1,41 @@
-# The server as a container: listens on 5000 (the webhook inspector's reference deployment).
+# The server as a container, listening on 5000 (the webhook inspector's reference deployment).
 # Without DATABASE_URL it runs on embedded PostgreSQL (PGlite) in /app/data — mount a volume there to
-# keep data; with DATABASE_URL=postgres://… it uses that server. tsx runs the TypeScript sources, and
-# it is a runtime dependency, so the image installs the dependencies as locked (`npm ci`).
-FROM node:20-slim
+# keep data; with DATABASE_URL=postgres://… it uses that server (compose.yaml runs both).
+# test/runtime/dockerfile.test.ts lints this file and runs its CMD against a built dist/ with SIGTERM.
+
+# Build stage: every dependency (swc, tsx, buf…) as locked, then `npm run build` → dist/.
+FROM node:20-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund || npm install --no-save --no-audit --no-fund
+# --ignore-scripts: `prepare` would build before the sources are copied; the build runs below.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
+RUN npm run build
+
+# Runtime stage: production dependencies only, the compiled server, the contracts it reads at run time.
+FROM node:20-slim AS runtime
 ENV NODE_ENV=production \
     PORT=5000 \
     HOST=0.0.0.0 \
     DATA_DIR=/app/data
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/generated ./dist/generated
+COPY contracts ./contracts
+COPY docs ./docs
+COPY bin ./bin
+# The image's own unprivileged user (uid 1000) owns the data directory; nothing else is writable.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
 EXPOSE 5000
 VOLUME ["/app/data"]
-CMD ["npm", "start"]
+# Ready = the database answers (GET /readyz); node's fetch, so the slim image needs no curl.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 5000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Exec form, node itself as PID 1: `docker stop`'s SIGTERM reaches the server's handler, which drains
+# in-flight requests for up to SHUTDOWN_GRACE_MS (10 s; docker's default stop timeout is also 10 s —
+# raise it with `--stop-timeout`/`stop_grace_period` if you raise the grace). No `npm start` here:
+# npm would be PID 1 and the server's shutdown would not be awaited.
+CMD ["node", "dist/src/main.js"]

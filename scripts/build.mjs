@@ -3,13 +3,15 @@
 // transform the test suite runs the sources through (@swc/jest, the same options), and it takes about
 // a second where tsc takes 10–30 s here; type errors are `npm run typecheck`'s job (CI runs both).
 // Plain JavaScript so it runs without tsx. dist/contracts (`npm run contracts:bundle`) is left alone.
+// `--out <dir>` writes elsewhere (the runtime test builds an image-like layout in a temp directory).
 import { cpSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transformFile } from '@swc/core';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const OUT = join(ROOT, 'dist');
+const outFlag = process.argv.indexOf('--out');
+const OUT = outFlag > 0 && process.argv[outFlag + 1] ? resolve(process.argv[outFlag + 1]) : join(ROOT, 'dist');
 const SOURCES = ['src', 'generated'];
 const ASSETS = ['src/handlers/webhook-inspector-assets'];
 
@@ -41,4 +43,5 @@ await Promise.all(
   }),
 );
 for (const dir of ASSETS) cpSync(join(ROOT, dir), join(OUT, dir), { recursive: true });
-console.log(`built ${files.length} files into dist/ in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
+console.log(`built ${files.length} files into ${shown} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
