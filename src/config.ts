@@ -7,6 +7,12 @@ export interface Config {
   host: string;
   databaseUrl: string | undefined;
   dataDir: string;
+  /** PostgreSQL: a new connection must be up within this (a black-holed server fails fast, 503). */
+  dbConnectTimeoutMs: number;
+  /** PostgreSQL: a query waits at most this for a pooled connection. */
+  dbAcquireTimeoutMs: number;
+  /** PostgreSQL: statement_timeout; a statement with no answer a second later is abandoned. */
+  dbStatementTimeoutMs: number;
   migrate: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   serviceName: string;
@@ -113,6 +119,9 @@ export function loadConfig(env: Env = process.env): Config {
     host: optional(env, 'HOST') ?? '0.0.0.0',
     databaseUrl,
     dataDir: optional(env, 'DATA_DIR') ?? './data',
+    dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+    dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 10_000, 100, 600_000),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
     migrate: boolean(env, 'MIGRATE', true),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     serviceName: optional(env, 'SERVICE_NAME') ?? 'user-account-service',

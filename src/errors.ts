@@ -15,7 +15,8 @@ export type ErrorCode =
   /** A request body over the API's size limit (413). */
   | 'content_too_large'
   | 'unimplemented'
-  | 'internal';
+  | 'internal'
+  | 'unavailable';
 
 /** One invalid input: `field` is a dotted path into the request. */
 export interface Violation {
@@ -25,7 +26,7 @@ export interface Violation {
 
 export interface AppErrorOptions {
   violations?: Violation[];
-  /** Seconds the client should wait before retrying (429 `Retry-After`). */
+  /** Seconds the client should wait before retrying (429 and 503 `Retry-After`). */
   retryAfterSeconds?: number;
   /** The id of the resource the error is about, for error details. */
   resourceId?: string;
@@ -79,7 +80,11 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   content_too_large: 413,
   unimplemented: 501,
   internal: 500,
+  unavailable: 503,
 };
+
+/** What a client is told to wait when the database is unreachable. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 /** Turns anything thrown into an AppError; unknown failures become `internal` with the cause kept for logs. */
 export function toAppError(error: unknown): AppError {
@@ -90,5 +95,36 @@ export function toAppError(error: unknown): AppError {
   if (sqlState === '22021' || sqlState === '22P05') {
     return new AppError('invalid_argument', 'text must not contain NUL characters', { violations: [{ field: '', message: 'must not contain NUL characters' }], cause: error });
   }
+  if (isDatabaseUnavailable(error)) {
+    return new AppError('unavailable', 'The service is temporarily unavailable; retry later.', { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS, cause: error });
+  }
   return new AppError('internal', 'Internal Server Error', { cause: error });
+}
+
+/** Socket errors of a connection that could not be made or was cut. */
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EAI_AGAIN']);
+
+/**
+ * SQLSTATEs that say "the server is going away or not accepting work", not "your query is wrong":
+ * class 08 (connection exception), 57P01-57P03 (admin/crash shutdown, cannot connect now), 57014
+ * (statement_timeout or cancel), 53300 (too many connections).
+ */
+const UNAVAILABLE_SQLSTATES = /^(08...|57P0[123]|57014|53300)$/;
+
+/** Messages of pg and knex for a connection that died, never came (pg's connect timeout is a bare "timeout expired"), or never answered. */
+const UNAVAILABLE_MESSAGES = /^timeout expired$|Connection terminated|Connection ended unexpectedly|Query read timeout|Timeout acquiring a connection|Client has encountered a connection error|Client was closed and is not queryable|terminating connection/i;
+
+/**
+ * Whether an error means the database cannot be reached right now (refused, reset, timed out,
+ * restarting), so the request may succeed if retried: such failures are 503 / UNAVAILABLE, not
+ * 500 / INTERNAL. Looks through `cause` chains and AggregateErrors (a refused dual-stack connect).
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false;
+  const { code, message, name, cause, errors } = error as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === 'string' && (CONNECTION_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.test(code))) return true;
+  if (name === 'KnexTimeoutError') return true;
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((inner) => isDatabaseUnavailable(inner, depth + 1))) return true;
+  return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
 }

@@ -50,8 +50,11 @@ export function userPrincipalResolver(users: UserService): PrincipalResolver {
     try {
       const user = await users.get(caller, caller.userId);
       return { kind: 'user', id: `useraccount-${user.id}`, userId: user.id, isAdmin: user.isAdmin };
-    } catch {
-      return undefined;
+    } catch (error) {
+      // A user deleted since the token was issued is no principal; a store that cannot answer is
+      // not a refusal (UNAVAILABLE, not UNAUTHENTICATED).
+      if (error instanceof AppError) return undefined;
+      throw error;
     }
   };
 }

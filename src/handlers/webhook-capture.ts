@@ -4,6 +4,7 @@ import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines
 import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
 import type { RouteRow } from '../store/repositories/webhook-repository.js';
 import type { WebhookService } from '../services/webhook-service.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { problem } from './webhooks.js';
 
 /** `/<uuid>` or `/<uuid>/<anything>`: the capture endpoint. */
@@ -24,7 +25,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
     } catch (error) {
       onError(error, requestId);
       req.resume();
-      reply(res, req.method, problem(503, 'try again'));
+      reply(res, req.method, tryAgainLater());
       return '/{routeId}';
     }
     if (!route) {
@@ -51,7 +52,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       outcome = await webhooks.capture(record);
     } catch (error) {
       onError(error, requestId);
-      reply(res, req.method, problem(503, 'try again'));
+      reply(res, req.method, tryAgainLater());
       return '/{routeId}';
     }
     if (outcome === 'route_gone') {
@@ -65,6 +66,11 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
     }
     return '/{routeId}';
   };
+}
+
+/** The store could not take the capture (or find its route): not acknowledged, the sender may retry. */
+function tryAgainLater(): RestReply {
+  return { ...problem(503), headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } };
 }
 
 /** Reads the body, keeping the first `limit` bytes; undefined when the request was aborted. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
+import { toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { LiveFeed } from '../services/webhook-live-feed.js';
 import type { WebhookService } from '../services/webhook-service.js';
@@ -32,6 +33,12 @@ const ASSETS: Record<string, { file: string; type: string }> = {
 /** Replayed on reconnect (Last-Event-ID) at most; older captures are on the JSON pages. */
 const REPLAY_LIMIT = 100;
 const HEARTBEAT_MS = 15_000;
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store, no-transform',
+  'x-accel-buffering': 'no',
+  'x-content-type-options': 'nosniff',
+};
 
 /** The browser side of the inspector: `GET /inspect`, the HTML page, its assets and the event stream. */
 export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, config: Config) {
@@ -82,46 +89,68 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
         return;
       }
       const out = res as ServerResponse;
-      out.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-store, no-transform',
-        'x-accel-buffering': 'no',
-        'x-content-type-options': 'nosniff',
-      });
       // HEAD: the stream's headers, and no endless body.
       if (req.method === 'HEAD') {
+        out.writeHead(200, STREAM_HEADERS);
         out.end();
         return;
       }
-      out.write('retry: 2000\n: connected\n\n');
       const sent = new Set<number>();
+      // The highest seq shown (or started after): where a catch-up after missed notifications resumes.
+      let cursor: number | undefined;
       let backlog: StoredCapture[] | undefined = [];
       const send = (capture: StoredCapture) => {
         if (sent.has(capture.seq)) return;
         sent.add(capture.seq);
+        cursor = Math.max(cursor ?? 0, capture.seq);
         out.write(`id: ${capture.seq}\ndata: ${JSON.stringify(describeCapturedRequest(capture))}\n\n`);
       };
       let ended = false;
+      let heartbeat: NodeJS.Timeout | undefined;
       const end = () => {
         if (ended) return;
         ended = true;
         clearInterval(heartbeat);
         unsubscribe();
         streams.delete(end);
-        if (!res.writableEnded) res.end();
+        if (out.headersSent && !res.writableEnded) res.end();
       };
       const unsubscribe = feed.subscribe(route.id, {
         onCapture: (capture) => (backlog ? backlog.push(capture) : send(capture)),
         onRouteGone: end,
+        cursor: () => cursor,
       });
-      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
       streams.add(end);
       req.once('close', end);
       res.once('close', end);
+      // Where the stream starts is known before its headers go out: a client that got them is
+      // caught up after any later outage. A store that cannot answer yet is a plain 503.
       const lastEventId = Number(req.headers['last-event-id']);
-      if (Number.isSafeInteger(lastEventId) && lastEventId >= 0) {
-        for (const capture of await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT)) send(capture);
+      let replay: StoredCapture[] = [];
+      try {
+        if (Number.isSafeInteger(lastEventId) && lastEventId >= 0) {
+          replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT);
+          cursor = lastEventId;
+        } else {
+          cursor = await webhooks.repository.lastSeq(route.id);
+        }
+      } catch (error) {
+        end();
+        const failure = toAppError(error);
+        if (failure.code !== 'unavailable') throw error;
+        const reply = problem(503);
+        write(res, 503, { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(failure.retryAfterSeconds ?? 1) }, Buffer.from(JSON.stringify(reply.body)));
+        return;
       }
+      if (ended) {
+        // The route went away while the stream was being set up.
+        if (!res.destroyed) write(res, 404, { 'content-type': PROBLEM_CONTENT_TYPE }, Buffer.from(JSON.stringify(problem(404, 'No such route (it may have expired).').body)));
+        return;
+      }
+      out.writeHead(200, STREAM_HEADERS);
+      out.write('retry: 2000\n: connected\n\n');
+      heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
+      for (const capture of replay) send(capture);
       const pending = backlog;
       backlog = undefined;
       for (const capture of pending) send(capture);

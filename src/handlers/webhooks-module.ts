@@ -22,6 +22,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
   const webhooks = new WebhookService(db.knex, config, (error) => ctx.onError(error, 'webhook-writer'));
   const feed = new LiveFeed({
     load: (routeId, seqs) => webhooks.repository.capturesBySeq(routeId, seqs),
+    loadAfter: async (routeId, afterSeq, limit) => ((await webhooks.repository.findLiveRoute(routeId)) ? webhooks.capturesAfter(routeId, afterSeq, limit) : null),
     onRouteGone: (routeId) => webhooks.routes.invalidate(routeId),
     onError: (error) => ctx.onError(error, 'webhook-feed'),
   });
@@ -76,7 +77,14 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     },
     restApis: { webhooks: api },
     async start() {
-      unlisten = await db.listen(WEBHOOK_CHANNEL, (payload) => feed.notify(payload));
+      unlisten = await db.listen(WEBHOOK_CHANNEL, (payload) => feed.notify(payload), {
+        // Deletions and captures announced while the LISTEN connection was down were missed.
+        onReconnect: () => {
+          ctx.logger.warn({ channel: WEBHOOK_CHANNEL }, 'database listener reconnected; catching up');
+          webhooks.routes.clear();
+          feed.resync();
+        },
+      });
       sweeper.start();
     },
     drain() {

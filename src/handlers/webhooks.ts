@@ -26,7 +26,9 @@ export function problem(status: number, detail?: string, errors?: AppError['viol
 export function renderWebhookApiError(error: AppError): RestReply {
   const status = HTTP_STATUS[error.code];
   if (status === 400) return problem(400, 'The request does not match the contract.', error.violations);
-  return problem(status, error.message);
+  const reply = problem(status, error.message);
+  if (error.retryAfterSeconds !== undefined) reply.headers = { 'retry-after': String(error.retryAfterSeconds) };
+  return reply;
 }
 
 /** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the request's own scheme and Host. */

@@ -6,7 +6,7 @@ import { createServiceImplSpec, type ConnectRouter } from '@connectrpc/connect';
 import { createGrpcUnaryHandler, type RegisteredService } from './grpc-unary.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
-import { openDatabase, migrateLatest, type Database } from '../store/database.js';
+import { databaseOptionsOf, openDatabase, migrateLatest, type Database } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
 import type { UserService } from '../services/user-service.js';
 import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
@@ -39,7 +39,7 @@ export interface App {
 /** Builds the whole server, ready to listen: store migrated, services wired, every protocol on one port. */
 export async function build(config: Config, overrides: BuildOverrides = {}): Promise<App> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
-  const db = overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const db = overrides.database ?? (await openDatabase(databaseOptionsOf(config)));
   let ready = false;
   if (config.migrate) await migrateLatest(db.knex);
   const tokens = await TokenService.create(db.knex);

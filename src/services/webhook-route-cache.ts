@@ -61,6 +61,14 @@ export class RouteCache {
     this.entries.set(id, { route, loadedAt: this.now() });
   }
 
+  /**
+   * Forgets every route (the LISTEN connection was lost: deletions announced meanwhile were
+   * missed, so nothing cached can be trusted).
+   */
+  clear(): void {
+    this.entries.clear();
+  }
+
   /** Forgets a route at once (deleted here, or a NOTIFY said another process deleted or swept it). */
   invalidate(id: string): void {
     this.entries.set(id, { route: null, loadedAt: this.now() });

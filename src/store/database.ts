@@ -2,6 +2,8 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
+import { PgListener } from './pg-listener.js';
+import type { Config } from '../config.js';
 
 export type { Knex };
 
@@ -11,8 +13,14 @@ export type DatabaseKind = 'postgres' | 'pglite';
 export interface Database {
   knex: Knex;
   kind: DatabaseKind;
-  /** Subscribes to a NOTIFY channel (LISTEN on PostgreSQL, PGlite's in-process listener otherwise). */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Subscribes to a NOTIFY channel (LISTEN on PostgreSQL, PGlite's in-process listener otherwise).
+   * On PostgreSQL a lost LISTEN connection is re-established by itself; `onReconnect` then runs,
+   * because notifications sent meanwhile were lost and the consumer must re-read what it missed.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, options?: { onReconnect?(): void }): Promise<() => Promise<void>>;
+  /** False while the LISTEN connection is down (notifications are being missed); `/readyz` reports it. */
+  listenerHealthy(): boolean;
   close(): Promise<void>;
 }
 
@@ -23,42 +31,86 @@ export interface DatabaseOptions {
   /** A gzip tarball from `dumpDataDir`, loaded instead of running initdb (tests use a migrated template). */
   loadDataDir?: Blob;
   poolMax?: number;
+  /** PostgreSQL only: how long to wait for a new connection (DB_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
+  /** PostgreSQL only: how long a query waits for a pooled connection (DB_ACQUIRE_TIMEOUT_MS). */
+  acquireTimeoutMs?: number;
+  /** PostgreSQL only: the server's statement_timeout; a query with no answer 1 s later is abandoned (DB_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** PostgreSQL only: how often the idle LISTEN connection is checked, and the longest reconnect delay. */
+  listenerHeartbeatMs?: number;
+  listenerMaxBackoffMs?: number;
 }
+
+/** Defaults of the PostgreSQL timeouts (the same as config.ts). */
+export const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
+
 
 // int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
+/** The store options of a server process, from its configuration. */
+export function databaseOptionsOf(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs'>): DatabaseOptions {
+  return {
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    acquireTimeoutMs: config.dbAcquireTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+  };
+}
+
 /** Opens the store: PostgreSQL through `pg` when a URL is given, embedded PGlite otherwise. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolMax ?? 10);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options);
   return openPglite(options);
 }
 
-async function openPostgres(connectionString: string, poolMax: number): Promise<Database> {
-  const knex = knexFactory({ client: 'pg', connection: { connectionString }, pool: { min: 0, max: poolMax } });
-  const listeners: pg.Client[] = [];
+async function openPostgres(connectionString: string, options: DatabaseOptions): Promise<Database> {
+  const timeouts = { ...DATABASE_TIMEOUT_DEFAULTS, ...definedOnly(options) };
+  const connection = {
+    connectionString,
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    statement_timeout: timeouts.statementTimeoutMs,
+    // The server ends a slow statement at statement_timeout; no answer at all a second later means
+    // the network or the server is gone (a black hole), and the client gives up on its own.
+    query_timeout: timeouts.statementTimeoutMs + 1000,
+    keepAlive: true,
+  };
+  const knex = knexFactory({
+    client: 'pg',
+    connection,
+    acquireConnectionTimeout: timeouts.acquireTimeoutMs,
+    // knex prints pool warnings with console.log; the failures reach the request log as 503s instead.
+    log: { warn: () => undefined },
+    pool: {
+      min: 0,
+      max: options.poolMax ?? 10,
+      // A connection whose query timed out without an answer still waits for that answer and
+      // would stall every later query: it is not handed out again (the pool destroys it).
+      validate: (client: pg.Client & { readyForQuery?: boolean }) => client.readyForQuery === true,
+    },
+  });
+  const listener = new PgListener({
+    client: { ...connection, query_timeout: Math.min(connection.query_timeout, timeouts.listenerHeartbeatMs) },
+    heartbeatMs: timeouts.listenerHeartbeatMs,
+    backoff: { minMs: Math.min(100, timeouts.listenerMaxBackoffMs), maxMs: timeouts.listenerMaxBackoffMs },
+  });
   return {
     knex,
     kind: 'postgres',
-    async listen(channel, onPayload) {
-      const client = new pg.Client({ connectionString });
-      await client.connect();
-      client.on('notification', (message) => {
-        if (message.channel === channel) onPayload(message.payload ?? '');
-      });
-      client.on('error', () => undefined);
-      await client.query(`LISTEN ${quoteIdentifier(channel)}`);
-      listeners.push(client);
-      return async () => {
-        listeners.splice(listeners.indexOf(client), 1);
-        await client.end().catch(() => undefined);
-      };
-    },
+    listen: (channel, onPayload, listenOptions) => listener.listen(channel, { onPayload, onReconnect: listenOptions?.onReconnect }),
+    listenerHealthy: () => listener.healthy(),
     async close() {
-      await Promise.all(listeners.splice(0).map((client) => client.end().catch(() => undefined)));
+      await listener.close();
       await knex.destroy();
     },
   };
+}
+
+function definedOnly(options: DatabaseOptions): Partial<typeof DATABASE_TIMEOUT_DEFAULTS> {
+  const { connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs } = options;
+  return Object.fromEntries(Object.entries({ connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs }).filter(([, value]) => value !== undefined));
 }
 
 async function openPglite(options: DatabaseOptions): Promise<Database> {
@@ -84,6 +136,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     async listen(channel, onPayload) {
       return pglite.listen(channel, onPayload);
     },
+    // In-process notifications: nothing to lose.
+    listenerHealthy: () => true,
     async close() {
       try {
         await knex.destroy();
@@ -103,8 +157,4 @@ export async function migrateLatest(knex: Knex): Promise<void> {
 /** Reverts every migration; used by the migration tests. */
 export async function migrateRollbackAll(knex: Knex): Promise<void> {
   await knex.migrate.rollback({ migrationSource }, true);
-}
-
-function quoteIdentifier(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
 }

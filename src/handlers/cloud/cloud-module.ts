@@ -123,7 +123,15 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     shapeRpcError: (error, service, requestId) => toConnectError(error, { service: apiServiceNameOf(service), requestId }),
     async start() {
       // Other processes' new work wakes this worker at once (PGlite: in-process notifications).
-      unlisten = await db.listen(WORK_CHANNEL, () => worker?.wake()).catch(() => undefined);
+      // After a lost LISTEN connection, work enqueued meanwhile by other processes was never announced.
+      unlisten = await db
+        .listen(WORK_CHANNEL, () => worker?.wake(), {
+          onReconnect: () => {
+            logger.warn({ channel: WORK_CHANNEL }, 'database listener reconnected; looking for work');
+            worker?.wake();
+          },
+        })
+        .catch(() => undefined);
       worker?.start();
       sweeper.start();
     },

@@ -19,6 +19,7 @@ export const GRPC_CODE: Record<ErrorCode, Code> = {
   content_too_large: Code.ResourceExhausted,
   unimplemented: Code.Unimplemented,
   internal: Code.Internal,
+  unavailable: Code.Unavailable,
 };
 
 /** Where an error happened: the service's `api_service_name` and the request (or operation) id. */
@@ -91,6 +92,8 @@ export function serviceErrorOf(error: AppError, origin: ErrorOrigin): ServiceErr
       }
       break;
     case 'internal':
+    case 'unavailable':
+      // Unavailable: the store could not be reached; the same call may succeed in a moment.
       init.details = { case: 'internalError', value: { requestId: origin.requestId } };
       init.retryType = RetryType.CALL;
       break;

@@ -187,6 +187,12 @@ export class WebhookRepository {
     return rows.map(toCapture);
   }
 
+  /** The highest sequence number stored for a route (0 when it has no captures): where a live stream starts. */
+  async lastSeq(routeId: string, trx: Knex = this.knex): Promise<number> {
+    const row = (await trx('webhook_requests').where({ route_id: routeId }).max({ seq: 'seq' }).first()) as { seq: number | string | null } | undefined;
+    return Number(row?.seq ?? 0);
+  }
+
   async findCapture(routeId: string, id: string, trx: Knex = this.knex): Promise<StoredCapture | undefined> {
     const row = (await trx('webhook_requests').select(CAPTURE_COLUMNS).where({ route_id: routeId, id }).first()) as CaptureRowDb | undefined;
     return row ? toCapture(row) : undefined;
