@@ -57,6 +57,8 @@ export interface Config {
   quotaInstancesPerProject: number;
   /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
   apiDomain: string | undefined;
+  /** Largest RPC message read or written (after decompression), on every RPC protocol. */
+  rpcMaxMessageBytes: number;
   // --- IAM (SPEC §5, docs/iam.md) ---
   /** Lifetime of the access tokens the token exchange issues to service accounts. */
   iamTokenTtlSeconds: number;
@@ -147,6 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
     apiDomain: apiDomain(env),
+    rpcMaxMessageBytes: integer(env, 'RPC_MAX_MESSAGE_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     // --- IAM ---
     iamTokenTtlSeconds: duration(env, 'IAM_TOKEN_TTL', 12 * 3600),
     // --- webhook inspector ---

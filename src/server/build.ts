@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createServiceImplSpec, type ConnectRouter } from '@connectrpc/connect';
 import { createGrpcUnaryHandler, type RegisteredService } from './grpc-unary.js';
+import { cloudJsonRegistry } from '../handlers/cloud/json-registry.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { databaseOptionsOf, openDatabase, migrateLatest, type Database } from '../store/database.js';
@@ -52,6 +53,12 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path.
   const registered: RegisteredService[] = [];
   const rpc = connectNodeAdapter({
+    // Bounds every message read (after decompression: connect-node inflates with zlib's
+    // maxOutputLength = readMaxBytes) and written; Connect unary bodies with a larger Content-Length
+    // and envelopes announcing more are refused before they are buffered.
+    readMaxBytes: config.rpcMaxMessageBytes,
+    writeMaxBytes: config.rpcMaxMessageBytes,
+    jsonOptions: { registry: cloudJsonRegistry },
     routes: (router: ConnectRouter) => {
       for (const module of modules) {
         const recording: ConnectRouter = {
@@ -80,7 +87,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, grpcStatus?: number) => {
     logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
   };
-  const grpcUnary = createGrpcUnaryHandler({ services: registered });
+  const grpcUnary = createGrpcUnaryHandler({ services: registered, maxMessageBytes: config.rpcMaxMessageBytes });
 
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();

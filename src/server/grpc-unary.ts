@@ -1,4 +1,4 @@
-import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   Code,
@@ -69,13 +69,14 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
       const chunks: Buffer[] = [];
       let size = 0;
       let finished = false;
-      const reject = (error: ConnectError, thenClose = false) => finish(route.shapeError ? route.shapeError(error, requestId) : error, undefined, undefined, undefined, thenClose);
+      const reject = (error: ConnectError) => finish(route.shapeError ? route.shapeError(error, requestId) : error);
       /**
        * Answers once. A stream the client closed or reset (or whose session is gone) is finished as it
-       * is: writing to it throws, and nothing would read the answer. `thenClose` resets the stream
-       * (NO_ERROR) after the trailers, so a client still sending a refused body stops.
+       * is: writing to it throws, and nothing would read the answer. A client still sending a refused
+       * body stops when it reads the status (no RST_STREAM after the trailers: nghttp2 would drop the
+       * queued trailers, and grpc-js then waits forever); what it still sends is dropped unread.
        */
-      const finish = (error: ConnectError | undefined, output?: Uint8Array, responseHeader?: Headers, responseTrailer?: Headers, thenClose = false) => {
+      const finish = (error: ConnectError | undefined, output?: Uint8Array, responseHeader?: Headers, responseTrailer?: Headers) => {
         if (finished) return;
         finished = true;
         if (stream.destroyed || stream.closed) {
@@ -110,7 +111,6 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
             if (stream.destroyed || stream.closed) return;
             try {
               stream.sendTrailers(trailer);
-              if (thenClose && !stream.readableEnded) stream.close(http2Constants.NGHTTP2_NO_ERROR);
             } catch {
               // closed under us: nothing left to tell the client
             }
@@ -128,7 +128,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
       if (Number.isSafeInteger(declared) && declared > maxBytes + 5) {
         stream.on('error', () => undefined);
         stream.resume();
-        reject(tooLarge(declared - 5), true);
+        reject(tooLarge(declared - 5));
         return;
       }
       stream.on('data', (chunk: Buffer) => {
@@ -141,14 +141,14 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           const announced = head.readUInt32BE(1);
           if (announced > maxBytes) {
             chunks.length = 0;
-            reject(tooLarge(announced), true);
+            reject(tooLarge(announced));
             return;
           }
         }
         if (size > maxBytes + 5) {
           // Only reachable with more than one message on a unary call.
           chunks.length = 0;
-          reject(new ConnectError('expected exactly one message', Code.InvalidArgument), true);
+          reject(new ConnectError('expected exactly one message', Code.InvalidArgument));
         }
       });
       stream.on('error', () => undefined);
