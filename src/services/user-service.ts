@@ -5,6 +5,7 @@ import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
 import { bearerToken } from '../auth/bearer-token.js';
 import { SignInFailureRepository, UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
+import { onUniqueViolation } from '../store/unique-violation.js';
 
 export type UserDto = components['schemas']['UserDto'];
 export type CreateUserDto = components['schemas']['CreateUserDto'];
@@ -263,7 +264,4 @@ function nameTaken(): AppError {
 }
 
 /** A concurrent insert of the same name loses on the unique index; that is a 409, not a 500. */
-function uniqueNameViolation(error: unknown): never {
-  if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') throw nameTaken();
-  throw error;
-}
+const uniqueNameViolation = onUniqueViolation(nameTaken);

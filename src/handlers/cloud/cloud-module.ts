@@ -15,7 +15,8 @@ import {
   WORK_CHANNEL,
   type WorkHandler,
 } from '../../engines/operations/index.js';
-import { InstanceService, type ParentCheck } from '../../services/compute/instance-service.js';
+import { InstanceService } from '../../services/compute/instance-service.js';
+import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
 import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor, type AuthPolicy } from './interceptors.js';

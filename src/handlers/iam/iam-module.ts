@@ -7,7 +7,7 @@ import type { ModuleContext, ServerModule } from '../../server/module.js';
 import type { PrincipalResolver } from '../../auth/principal.js';
 import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
 import { Operations } from '../../engines/operations/index.js';
-import type { ParentCheck } from '../../services/compute/instance-service.js';
+import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import type { UserService } from '../../services/user-service.js';
 import { ProjectService } from '../../services/iam/project-service.js';
 import { ServiceAccountService } from '../../services/iam/service-account-service.js';

@@ -39,3 +39,18 @@ export interface Page<T> {
   items: T[];
   nextPageToken: string;
 }
+
+/**
+ * The page a keyset query answered: callers fetch `size + 1` rows, the extra one only says that
+ * another page exists; the next token points after the last row kept.
+ */
+export function pageFrom<Row extends { seq: number }>(rows: Row[], size: number, scope: string): Page<Row>;
+export function pageFrom<Row extends { seq: number }, Item>(rows: Row[], size: number, scope: string, toItem: (row: Row) => Item): Page<Item>;
+export function pageFrom<Row extends { seq: number }, Item>(rows: Row[], size: number, scope: string, toItem?: (row: Row) => Item): Page<Row | Item> {
+  const page = rows.slice(0, size);
+  const last = page[page.length - 1];
+  return {
+    items: toItem ? page.map((row) => toItem(row)) : page,
+    nextPageToken: rows.length > size && last ? encodePageToken(scope, last.seq) : '',
+  };
+}

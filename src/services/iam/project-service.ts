@@ -17,9 +17,12 @@ import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import { TenantRepository } from '../../store/repositories/tenant-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import { NamedResources } from './named-resources.js';
+import { NamedResources } from '../cloud/named-resources.js';
 import type { Page } from '../cloud/paging.js';
 import type { RecordedHeaders } from '../../engines/operations/index.js';
+
+/** The api_service_name of the IAM resource services: their operations are served on this endpoint. */
+export const IAM_SERVICE = 'cpl.iam';
 
 export const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
 export const DEFAULT_PROJECT_NAME = 'default';
@@ -44,6 +47,7 @@ export class ProjectService {
     const instances = new ResourceRepository(knex, 'compute_instances');
     this.resources = new NamedResources(knex, operations, {
       schema: ProjectSchema,
+      service: IAM_SERVICE,
       idPrefix: 'project',
       label: 'project',
       parentLabel: 'tenant',

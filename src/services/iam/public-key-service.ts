@@ -21,14 +21,14 @@ import {
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
-import { okStatus, packOperationRequest, type Operations } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
 import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
-import { decodePageToken, encodePageToken, pageSize } from '../cloud/paging.js';
-import { IAM_SERVICE, invalid, nameViolations, requiredViolations as required, requireFields } from './named-resources.js';
-import type { Page } from '../cloud/paging.js';
-import type { RecordedHeaders } from '../../engines/operations/index.js';
+import { onUniqueViolation } from '../../store/unique-violation.js';
+import { beginOperation, bumpVersion, invalid, nameViolations, requiredViolations as required, requireFields, type OperationInput } from '../cloud/named-resources.js';
+import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
+import { IAM_SERVICE } from './project-service.js';
 import type { ServiceAccountService } from './service-account-service.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -115,9 +115,7 @@ export class PublicKeyService {
     const after = decodePageToken(scope, request.pageToken);
     authorize(principal, 'read', request.parentId);
     const rows = await this.keys.list(request.parentId, serviceAccountId, after, size + 1);
-    const page = rows.slice(0, size);
-    const last = page[page.length - 1];
-    return { items: page.map(decode), nextPageToken: rows.length > size && last ? encodePageToken(scope, last.seq) : '' };
+    return pageFrom(rows, size, scope, decode);
   }
 
   /** Stores an uploaded public key (the caller keeps the private key). */
@@ -176,7 +174,8 @@ export class PublicKeyService {
       if (!row) throw keyNotFound(id);
       authorize(principal, 'mutate', row.parent_id);
       await this.keys.delete(id, trx);
-      return this.finished(trx, principal, row, 'Delete public key', packOperationRequest(DeleteAuthPublicKeyRequestSchema, create(DeleteAuthPublicKeyRequestSchema, { id })), headers);
+      const request = packOperationRequest(DeleteAuthPublicKeyRequestSchema, create(DeleteAuthPublicKeyRequestSchema, { id }));
+      return this.finished(trx, principal, row, { description: 'Delete public key', request, headers });
     });
   }
 
@@ -195,13 +194,9 @@ export class PublicKeyService {
       const key = decode(row);
       key.status ??= create(AuthPublicKeyStatusSchema);
       key.status.active = active;
-      const metadata = key.metadata;
-      if (metadata) {
-        metadata.resourceVersion += 1n;
-        metadata.updatedAt = timestampFromDate(new Date());
-      }
-      await this.keys.update({ id, active, resource_version: Number(metadata?.resourceVersion ?? 0n), data: toBinary(AuthPublicKeySchema, key) }, trx);
-      return this.finished(trx, principal, row, active ? 'Activate public key' : 'Deactivate public key', request, headers);
+      if (key.metadata) bumpVersion(key.metadata);
+      await this.keys.update({ id, active, resource_version: Number(key.metadata?.resourceVersion ?? 0n), data: toBinary(AuthPublicKeySchema, key) }, trx);
+      return this.finished(trx, principal, row, { description: active ? 'Activate public key' : 'Deactivate public key', request, headers });
     });
   }
 
@@ -225,7 +220,7 @@ export class PublicKeyService {
       parsed: ParsedPublicKey;
       description: string;
       expiresAt: Timestamp | undefined;
-      operation: { description: string; request: Uint8Array; headers: RecordedHeaders };
+      operation: OperationInput;
     },
   ): Promise<{ key: AuthPublicKey; row: OperationRow }> {
     return this.knex.transaction(async (trx) => {
@@ -253,28 +248,19 @@ export class PublicKeyService {
           },
           trx,
         )
-        .catch((error: unknown) => {
-          if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') {
-            throw new AppError('already_exists', `service account ${input.accountId} already has the key ${input.parsed.fingerprint}`, { resourceId: input.accountId });
-          }
-          throw error;
-        });
-      const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation.description, input.operation.request, input.operation.headers);
+        .catch(
+          onUniqueViolation(
+            () => new AppError('already_exists', `service account ${input.accountId} already has the key ${input.parsed.fingerprint}`, { resourceId: input.accountId }),
+          ),
+        );
+      const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation);
       return { key, row };
     });
   }
 
-  private finished(trx: Knex, principal: Principal, key: Pick<PublicKeyRow, 'id' | 'parent_id'>, description: string, request: Uint8Array, headers: RecordedHeaders) {
-    return this.operations.begin(trx, {
-      service: IAM_SERVICE,
-      description,
-      createdBy: principal.id,
-      resourceId: key.id,
-      parentId: key.parent_id,
-      request,
-      requestHeaders: headers,
-      status: okStatus(),
-    });
+  /** Key changes are done in the transaction: their operation is recorded complete. */
+  private finished(trx: Knex, principal: Principal, key: Pick<PublicKeyRow, 'id' | 'parent_id'>, operation: OperationInput): Promise<OperationRow> {
+    return beginOperation(this.operations, trx, IAM_SERVICE, principal, { resourceId: key.id, parentId: key.parent_id }, operation);
   }
 }
 

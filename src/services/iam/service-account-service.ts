@@ -11,10 +11,10 @@ import {
 import type { Principal } from '../../auth/principal.js';
 import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
-import { PROJECT_ID_PATTERN } from '../compute/instance-service.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
-import { NamedResources } from './named-resources.js';
+import { NamedResources, PROJECT_ID_PATTERN, type ParentCheck } from '../cloud/named-resources.js';
+import { IAM_SERVICE } from './project-service.js';
 import type { Page } from '../cloud/paging.js';
 import type { RecordedHeaders } from '../../engines/operations/index.js';
 
@@ -29,10 +29,11 @@ export class ServiceAccountService {
   constructor(
     private readonly knex: Knex,
     operations: Operations,
-    projectExists: (projectId: string, trx: Knex) => Promise<boolean>,
+    projectExists: ParentCheck,
   ) {
     this.resources = new NamedResources(knex, operations, {
       schema: ServiceAccountSchema,
+      service: IAM_SERVICE,
       idPrefix: 'serviceaccount',
       label: 'service account',
       parentLabel: 'project',

@@ -87,12 +87,7 @@ export function invalid(violations: Violation[]): AppError {
 }
 
 /** A unique index lost to a concurrent insert is the same 409 as the check before it. */
-export function onUniqueViolation(conflict: () => AppError): (error: unknown) => never {
-  return (error) => {
-    if (typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505') throw conflict();
-    throw error;
-  };
-}
+export { onUniqueViolation } from '../../store/unique-violation.js';
 
 export function iso(value: Date | string): string {
   return new Date(value).toISOString();
