@@ -3,7 +3,7 @@ import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { ArticleInput as GraphqlArticleInput, Resolvers } from '../../generated/graphql/publishing.js';
-import { AppError, HTTP_STATUS } from '../errors.js';
+import { AppError, HTTP_STATUS, toAppError } from '../errors.js';
 import type { PublishingServices } from '../services/publishing/index.js';
 import type { PublishingCaller } from '../services/publishing/rules.js';
 import type { ArticleInput, Topic, Writer } from '../services/publishing/types.js';
@@ -86,12 +86,13 @@ export function publishingSchema(sdlPath: string) {
 export function formatPublishingError(error: GraphQLError, requestId: string, log: (error: unknown, requestId: string) => void): GraphQLError {
   const original = error.originalError;
   if (!original || original instanceof GraphQLError) return error;
-  const appError = original instanceof AppError ? original : undefined;
-  const code = appError?.code ?? 'internal';
+  // The same classification as REST (e.g. an unreachable database is UNAVAILABLE / 503, not internal).
+  const appError = toAppError(original);
+  const code = appError.code;
   if (code === 'internal') log(original, requestId);
   const extensions: Record<string, unknown> = { code: GRAPHQL_CODE[code] ?? code.toUpperCase(), status: HTTP_STATUS[code] };
-  if (appError && appError.violations.length > 0) extensions.errors = appError.violations;
-  const message = code === 'internal' ? 'Internal Server Error' : (appError?.message ?? 'Internal Server Error');
+  if (appError.violations.length > 0) extensions.errors = appError.violations;
+  const message = code === 'internal' ? 'Internal Server Error' : appError.message;
   return new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
 }
 

@@ -45,7 +45,6 @@ export interface DatabaseOptions {
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
 export const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
 
-
 // int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
 pg.types.setTypeParser(20, (value: string) => Number(value));
 

@@ -1,0 +1,89 @@
+import { Code } from '@connectrpc/connect';
+import { GraphQLError } from 'graphql';
+import { AppError, isDatabaseUnavailable, toAppError } from '../../src/errors.js';
+import { toConnectError } from '../../src/handlers/cloud/errors.js';
+import { renderUserApiError } from '../../src/handlers/users.js';
+import { renderProblem } from '../../src/handlers/publishing.js';
+import { renderWebhookApiError } from '../../src/handlers/webhooks.js';
+import { formatPublishingError } from '../../src/handlers/publishing-graphql.js';
+import { ServiceError_RetryType as RetryType, ServiceErrorSchema } from '../../generated/proto/cloud/common/v1/error_pb.js';
+
+/** What pg, knex and node:net throw when the database cannot be reached (shapes as they throw them). */
+function withCode(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+const refusedDualStack = Object.assign(new AggregateError([withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED'), withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')]), { message: '' });
+const knexTimeout = Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' });
+
+const cases: Array<[string, { given: unknown; want: boolean }]> = [
+  ['connection refused', { given: withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), want: true }],
+  ['connection refused on both address families', { given: refusedDualStack, want: true }],
+  ['connection reset', { given: withCode('read ECONNRESET', 'ECONNRESET'), want: true }],
+  ['connect timed out', { given: withCode('connect ETIMEDOUT', 'ETIMEDOUT'), want: true }],
+  ["pg's connect timeout", { given: new Error('timeout expired'), want: true }],
+  ['server closed the connection', { given: new Error('select 1 - Connection terminated unexpectedly'), want: true }],
+  ['no answer within the query timeout', { given: new Error('Query read timeout'), want: true }],
+  ['knex pool acquire timeout', { given: knexTimeout, want: true }],
+  ['admin shutdown (57P01)', { given: withCode('terminating connection due to administrator command', '57P01'), want: true }],
+  ['the database system is starting up (57P03)', { given: withCode('the database system is starting up', '57P03'), want: true }],
+  ['connection failure (08006)', { given: withCode('connection failure', '08006'), want: true }],
+  ['statement timeout (57014)', { given: withCode('canceling statement due to statement timeout', '57014'), want: true }],
+  ['wrapped in a cause', { given: new Error('outer', { cause: withCode('connect ECONNREFUSED', 'ECONNREFUSED') }), want: true }],
+  ['unique violation (23505) is no outage', { given: withCode('duplicate key value violates unique constraint', '23505'), want: false }],
+  ['syntax error (42601) is no outage', { given: withCode('syntax error at or near', '42601'), want: false }],
+  ['a programming error is no outage', { given: new TypeError('cannot read properties of undefined'), want: false }],
+  ['a message merely mentioning a timeout is no outage', { given: new Error('request timeout expired for upstream'), want: false }],
+  ['not an error', { given: 'ECONNREFUSED', want: false }],
+];
+
+describe('isDatabaseUnavailable', () => {
+  test.each(cases)('%s', (_name, { given, want }) => {
+    expect(isDatabaseUnavailable(given)).toBe(want);
+    if (want) expect(toAppError(given).code).toBe('unavailable');
+    else expect(toAppError(given).code).not.toBe('unavailable');
+  });
+});
+
+describe('an unreachable database in each API’s error shape', () => {
+  const unavailable = toAppError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'));
+
+  test('it is an AppError "unavailable" that keeps its cause and asks for a retry', () => {
+    expect(unavailable).toBeInstanceOf(AppError);
+    expect(unavailable).toMatchObject({ code: 'unavailable', retryAfterSeconds: 2 });
+    expect(unavailable.cause).toBeInstanceOf(Error);
+  });
+
+  test('users API: 503 {statusCode, message, error} with Retry-After, no cause in the body', () => {
+    const reply = renderUserApiError(unavailable);
+    expect(reply).toMatchObject({ status: 503, headers: { 'retry-after': '2' }, body: { statusCode: 503, error: 'Service Unavailable' } });
+    expect(JSON.stringify(reply.body)).not.toMatch(/ECONNREFUSED|5432/);
+  });
+
+  test('publishing and webhooks: 503 problem details with Retry-After', () => {
+    for (const reply of [renderProblem(unavailable), renderWebhookApiError(unavailable)]) {
+      expect(reply).toMatchObject({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '2' }, body: { type: 'about:blank', title: 'Service Unavailable', status: 503 } });
+      expect(JSON.stringify(reply.body)).not.toMatch(/ECONNREFUSED|5432/);
+    }
+  });
+
+  test('cloud API: UNAVAILABLE with a ServiceError saying retry the call, and retry-after', () => {
+    const internal: unknown[] = [];
+    const error = toConnectError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), { service: 'compute', requestId: 'req-1' }, (cause) => internal.push(cause));
+    expect(error.code).toBe(Code.Unavailable);
+    expect(error.rawMessage).not.toMatch(/ECONNREFUSED|5432/);
+    expect(error.metadata.get('retry-after')).toBe('2');
+    const [detail] = error.findDetails(ServiceErrorSchema);
+    expect(detail).toMatchObject({ service: 'compute', code: 'Unavailable', retryType: RetryType.CALL });
+    expect(internal).toEqual([]);
+  });
+
+  test('GraphQL: extensions.code UNAVAILABLE and status 503, logged as no internal failure', () => {
+    const logged: unknown[] = [];
+    const wrapped = new GraphQLError('connect ECONNREFUSED 127.0.0.1:5432', { originalError: withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED') });
+    const formatted = formatPublishingError(wrapped, 'req-1', (error) => logged.push(error));
+    expect(formatted.extensions).toMatchObject({ code: 'UNAVAILABLE', status: 503 });
+    expect(formatted.message).not.toMatch(/ECONNREFUSED/);
+    expect(logged).toEqual([]);
+  });
+});
