@@ -107,7 +107,7 @@ export interface components {
             name: string;
             password: string;
             isAdmin: boolean;
-            profilePicture?: string;
+            profilePicture?: components["schemas"]["ProfilePicture"];
         };
         UpdateUserDto: {
             name?: string;
@@ -115,9 +115,17 @@ export interface components {
             isAdmin?: boolean;
             onboardingDone?: boolean;
             settings?: components["schemas"]["Settings"];
-            profilePicture?: string;
+            profilePicture?: components["schemas"]["ProfilePicture"];
             oldPassword?: string;
         };
+        /**
+         * @description A URL of the picture or the picture itself as a `data:` URL. At most 1,400,000 characters:
+         *     a base64 `data:` URL of an image of up to 1 MiB (1,398,104 characters of base64 plus the
+         *     media type). A request body may be up to 3 MiB, so a longer picture is a 400 naming
+         *     `profilePicture`; a larger body is a 413.
+         * @example https://example.com/bob.png
+         */
+        ProfilePicture: string;
         Settings: {
             autoplayTrailers: boolean;
             language: string;
@@ -254,6 +262,22 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"];
             };
         };
+        /** @description The request body is over the API's limit of 3 MiB (3,145,728 bytes). */
+        ContentTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "statusCode": 413,
+                 *       "message": "The request body is larger than the limit of 3145728 bytes.",
+                 *       "error": "Payload Too Large"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description Too many failed sign-ins; retry after `Retry-After` seconds. */
         TooManyRequests: {
             headers: {
@@ -378,6 +402,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["ContentTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
     };
@@ -511,6 +536,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
         };
     };
     getUser: {
@@ -652,6 +678,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
         };
     };
     deleteUser: {

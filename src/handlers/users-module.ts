@@ -5,6 +5,13 @@ import { UserService } from '../services/user-service.js';
 import { renderUserApiError, userApiHandlers } from './users.js';
 import { serverInfoService } from './server-info.js';
 
+/**
+ * Request bodies of the users API may be 3 MiB: a profile picture may be a `data:` URL of up to
+ * 1,400,000 characters (users.yaml `ProfilePicture`, an image of ~1 MiB), and a picture somewhat
+ * over that still reaches the contract, which names the field (400), instead of a bare 413.
+ */
+export const USERS_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
+
 /** The User Account API (`/api`, contracts/openapi/users.yaml) and the ServerInfo RPC. */
 export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { users: UserService }> {
   const users = new UserService(ctx.db.knex, ctx.tokens, ctx.config);
@@ -16,6 +23,7 @@ export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { 
     contractPath: `${ROOT}contracts/openapi/users.yaml`,
     handlers: userApiHandlers(users, ctx.config.serviceName),
     renderError: renderUserApiError,
+    bodyLimitBytes: USERS_BODY_LIMIT_BYTES,
     securityHandlers: { bearerAuth: (headers) => users.authenticate(headers.authorization) },
     onError: ctx.onError,
   });
