@@ -76,6 +76,11 @@ export interface Config {
   webhookBatchRows: number;
   /** Base URL used in `url`/`inspectUrl` answers; by default derived from the request's Host header. */
   webhookPublicUrl: string | undefined;
+  /** Routes one client address (an IPv6 /64) may create per `webhookRouteWindowSeconds`; more answer 429. */
+  webhookRouteLimit: number;
+  webhookRouteWindowSeconds: number;
+  /** Bytes the in-process route cache of the capture path may hold (least recently used dropped first). */
+  webhookRouteCacheBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -161,6 +166,9 @@ export function loadConfig(env: Env = process.env): Config {
     // At most 500: one NOTIFY names every capture of a batch and must stay under 8000 bytes.
     webhookBatchRows: integer(env, 'WEBHOOK_BATCH_ROWS', 500, 1, 500),
     webhookPublicUrl: webhookPublicUrl(env),
+    webhookRouteLimit: integer(env, 'WEBHOOK_ROUTE_LIMIT', 30, 1, 1_000_000),
+    webhookRouteWindowSeconds: integer(env, 'WEBHOOK_ROUTE_WINDOW_SECONDS', 60, 1, 86400),
+    webhookRouteCacheBytes: integer(env, 'WEBHOOK_ROUTE_CACHE_BYTES', 32 * 1024 * 1024, 64 * 1024, 4 * 1024 * 1024 * 1024),
   };
 }
 

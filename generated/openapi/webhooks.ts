@@ -236,8 +236,15 @@ export interface components {
              */
             status: number;
             /**
-             * @description Extra response headers. Names are HTTP tokens; values are single-line text.
-             *     Framing headers (content-length, transfer-encoding, connection…) are refused.
+             * @description Extra response headers. Names are HTTP tokens; values are single-line text. The route
+             *     answers on this server's origin, so only headers a browser does not act on are allowed:
+             *     Content-Type (JSON, XML, text/plain, text/csv, form or octet-stream; never HTML or SVG),
+             *     Cache-Control, Content-Language, ETag, Expires, Last-Modified, Retry-After, and `X-*`
+             *     custom headers (not X-Frame-Options, X-Content-Type-Options, X-XSS-Protection,
+             *     X-Forwarded-*, X-Real-IP, X-Accel-*, X-Sendfile, X-Request-Id…). Anything else
+             *     (Set-Cookie, Location, Access-Control-*, Refresh, Link, framing headers…) is refused with
+             *     400 naming the header. Every route response also carries
+             *     `Content-Security-Policy: default-src 'none'; sandbox` and `X-Content-Type-Options: nosniff`.
              * @example {
              *       "x-hook": "accepted"
              *     }
@@ -469,6 +476,32 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description This client address (an IPv6 /64) created as many routes as the server allows per window
+         *     (`WEBHOOK_ROUTE_LIMIT` per `WEBHOOK_ROUTE_WINDOW_SECONDS`, default 30 per 60 s); `Retry-After`
+         *     says when the window ends.
+         */
+        TooManyRoutes: {
+            headers: {
+                /**
+                 * @description Seconds until this address may create routes again.
+                 * @example 42
+                 */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "Too many routes created from this address; at most 30 per 60 s."
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No such route (or it expired), or no such captured request. */
         NotFound: {
             headers: {
@@ -585,6 +618,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            429: components["responses"]["TooManyRoutes"];
         };
     };
     openNewInspector: {
@@ -608,6 +642,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            429: components["responses"]["TooManyRoutes"];
         };
     };
     inspectRoute: {

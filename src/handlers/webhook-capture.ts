@@ -84,10 +84,18 @@ function readCapped(req: NodeRequest, limit: number): Promise<BodyBytes | undefi
   });
 }
 
+/**
+ * Sent with every answer of the capture path, after the route's own headers so none can replace
+ * them: a route's response is chosen by whoever created the route, and it is served on this
+ * server's origin, so it must never run as a page here (no script, no plugins, its own opaque
+ * origin) nor be sniffed into another type.
+ */
+export const ROUTE_RESPONSE_GUARD_HEADERS = { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff' } as const;
+
 function reply(res: NodeResponse, method: string | undefined, answer: RestReply): void {
   if (res.headersSent || res.destroyed) return;
   let payload: Buffer;
-  const headers: Record<string, string | number> = { ...answer.headers };
+  const headers: Record<string, string | number> = { ...answer.headers, ...ROUTE_RESPONSE_GUARD_HEADERS };
   if (Buffer.isBuffer(answer.body)) {
     payload = answer.body;
   } else if (answer.body !== undefined) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
-import { toAppError } from '../errors.js';
+import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { LiveFeed } from '../services/webhook-live-feed.js';
 import type { WebhookService } from '../services/webhook-service.js';
@@ -58,7 +58,15 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
 
     /** `GET /inspect`: a new route with the defaults, and a redirect to its page. */
     async openNew(req: NodeRequest, res: NodeResponse): Promise<void> {
-      const route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers));
+      let route;
+      try {
+        route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers), req.socket?.remoteAddress);
+      } catch (error) {
+        if (!(error instanceof AppError && error.code === 'resource_exhausted')) throw error;
+        const reply = problem(429, error.message);
+        write(res, 429, { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(error.retryAfterSeconds ?? 1) }, Buffer.from(JSON.stringify(reply.body)));
+        return;
+      }
       write(res, 302, { location: `/inspect/${route.routeId}`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }, Buffer.alloc(0));
     },
 

@@ -45,7 +45,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config) {
   return {
     createRoute: async (call: Call<'createRoute'>): Promise<RestReply> => ({
       status: 201,
-      body: await webhooks.createRoute(call.body, baseUrlOf(config, call.headers)),
+      body: await webhooks.createRoute(call.body, baseUrlOf(config, call.headers), call.remoteAddress),
     }),
     inspectRoute: async (call: Call<'inspectRoute', RouteParams, { limit?: number; before?: string }>): Promise<RestReply> => ({
       status: 200,

@@ -7,6 +7,7 @@ import { describeCapturedRequest, type CapturedRecord, type CapturedRequestView 
 import { WebhookRepository, type RouteResponseConfig, type RouteRow, type StoredCapture } from '../store/repositories/webhook-repository.js';
 import { CaptureWriter, type CaptureOutcome } from './webhook-capture-writer.js';
 import { RouteCache } from './webhook-route-cache.js';
+import { RouteCreationLimit } from './webhook-route-limit.js';
 
 type CreateRouteRequest = components['schemas']['CreateRouteRequest'];
 type Route = components['schemas']['Route'];
@@ -16,8 +17,23 @@ type Inspection = components['schemas']['Inspection'];
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-/** Headers that frame the message or the connection: the server sets them, a route may not. */
-const RESERVED_HEADERS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'proxy-connection', 'http2-settings', 'x-request-id']);
+
+/**
+ * What a route's response may set. A route answers on this server's own origin, so a header that a
+ * browser acts on (Set-Cookie, Location, Access-Control-*, Refresh, Link, Content-Disposition,
+ * WWW-Authenticate, CSP…) would let anyone who creates a route plant cookies, redirect, or open
+ * the API to other sites. Only headers with no such effect are allowed: these, and `X-*` custom
+ * headers except the ones below. Everything else is refused at creation (docs/webhooks.md).
+ */
+export const ROUTE_RESPONSE_HEADERS = ['content-type', 'cache-control', 'content-language', 'etag', 'expires', 'last-modified', 'retry-after'] as const;
+/** X- headers a browser or a proxy in front of this server acts on, or that the server sets itself. */
+const DENIED_X_HEADERS = /^x-(content-type-options|frame-options|xss-protection|dns-prefetch-control|permitted-cross-domain-policies|download-options|request-id|forwarded-.*|real-ip|accel-.*|sendfile|lighttpd-send-file)$/;
+/**
+ * Content-Types a route may answer with: data, never a document a browser renders as a page. XML
+ * stays allowed (TwiML and SOAP senders expect it); it runs no script under the sandbox CSP every
+ * route response carries, and the XHTML and SVG types are not on the list.
+ */
+const ROUTE_CONTENT_TYPE = /^(application\/(json|[a-z0-9.+-]+\+json|xml|x-www-form-urlencoded|octet-stream)|text\/(plain|csv|xml))\s*(;\s*charset=[A-Za-z0-9._-]+)?$/i;
 
 /**
  * Rules of the webhook inspector: route lifetime and sender responses, capture (through the route
@@ -27,6 +43,7 @@ export class WebhookService {
   readonly repository: WebhookRepository;
   readonly routes: RouteCache;
   readonly writer: CaptureWriter;
+  private readonly creations: RouteCreationLimit;
 
   constructor(
     knex: Knex,
@@ -34,7 +51,8 @@ export class WebhookService {
     onError: (error: unknown) => void = () => undefined,
   ) {
     this.repository = new WebhookRepository(knex);
-    this.routes = new RouteCache((id) => this.repository.findLiveRoute(id));
+    this.routes = new RouteCache((id) => this.repository.findLiveRoute(id), undefined, undefined, undefined, config.webhookRouteCacheBytes);
+    this.creations = new RouteCreationLimit({ maxPerWindow: config.webhookRouteLimit, windowSeconds: config.webhookRouteWindowSeconds });
     this.writer = new CaptureWriter({
       store: (records) => this.repository.storeBatch(records, config.webhookMaxRequests),
       batchMs: config.webhookBatchMs,
@@ -46,16 +64,26 @@ export class WebhookService {
     });
   }
 
-  /** Creates a route; `baseUrl` is where this server is reached (for the `url`s in the answer). */
-  async createRoute(input: CreateRouteRequest | undefined, baseUrl: string): Promise<Route> {
+  /**
+   * Creates a route; `baseUrl` is where this server is reached (for the `url`s in the answer).
+   * `clientAddress` pays for it: each address may create `WEBHOOK_ROUTE_LIMIT` routes per window
+   * (input is checked first, so a refused request costs nothing).
+   */
+  async createRoute(input: CreateRouteRequest | undefined, baseUrl: string, clientAddress: string | undefined): Promise<Route> {
     const ttlSeconds = input?.ttlSeconds ?? this.config.webhookDefaultTtlSeconds;
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) {
       throw invalid([{ field: 'ttlSeconds', message: `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}` }]);
     }
     const response = input?.response ? checkedResponse(input.response) : null;
+    const giveBack = this.creations.take(clientAddress);
     const createdAt = new Date();
     const route: RouteRow = { id: randomUUID(), createdAt, expiresAt: new Date(createdAt.getTime() + ttlSeconds * 1000), response };
-    await this.repository.insertRoute(route);
+    try {
+      await this.repository.insertRoute(route);
+    } catch (error) {
+      giveBack();
+      throw error;
+    }
     this.routes.remember(route.id, route);
     return {
       routeId: route.id,
@@ -139,10 +167,14 @@ function checkedResponse(input: NonNullable<CreateRouteRequest['response']>): Ro
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {})) {
     const field = `response.headers.${name}`;
+    const lower = name.toLowerCase();
     if (!HEADER_NAME.test(name)) violations.push({ field, message: 'is not a valid header name' });
-    else if (RESERVED_HEADERS.has(name.toLowerCase())) violations.push({ field, message: 'is set by the server and cannot be configured' });
-    else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) violations.push({ field, message: 'must be single-line text' });
-    else headers[name] = value;
+    else if (!((ROUTE_RESPONSE_HEADERS as readonly string[]).includes(lower) || (lower.startsWith('x-') && !DENIED_X_HEADERS.test(lower)))) {
+      violations.push({ field, message: `${name} is not allowed on a route response (allowed: ${ROUTE_RESPONSE_HEADERS.join(', ')} and X-* custom headers)` });
+    } else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) violations.push({ field, message: 'must be single-line text' });
+    else if (lower === 'content-type' && !ROUTE_CONTENT_TYPE.test(value.trim())) {
+      violations.push({ field, message: `${value} is not allowed as a route's Content-Type (JSON, XML, text/plain, text/csv, form or octet-stream; never HTML or SVG)` });
+    } else headers[name] = value;
   }
   if (violations.length > 0) throw invalid(violations);
   return { status, headers, body: input.body ?? '' };

@@ -21,7 +21,7 @@ const MALFORMED = 'not-a-uuid';
 async function call(method, path, { body, headers = {} } = {}) {
   const response = await fetch(`${SERVER_URL}${path}`, { method, headers, body });
   const text = await response.text();
-  return { status: response.status, text, json: () => JSON.parse(text) };
+  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
 }
 
 async function newRoute() {
@@ -70,7 +70,32 @@ async function planCapture(transaction, method, path, status) {
   }
 }
 
+/**
+ * Uses up this address's route allowance (webhooks.env.json: 100 per 2 s window) so the next
+ * creation is refused. A window about to end (Retry-After 1) is waited out and used up again, so
+ * dredd's own request lands in a spent window; the after hook then waits the window out.
+ */
+async function exhaustRouteAllowance() {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let refused;
+    for (let i = 0; i < 1000 && !refused; i++) {
+      const answer = await call('POST', '/routes');
+      if (answer.status === 429) refused = answer;
+      else if (answer.status !== 201) throw new Error(`creating a route answered ${answer.status}: ${answer.text}`);
+    }
+    if (!refused) throw new Error('no 429 after 1000 routes: is WEBHOOK_ROUTE_LIMIT set by webhooks.env.json?');
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    if (retryAfter >= 2) return;
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+  }
+  throw new Error('the route window kept ending while it was being used up');
+}
+
+const RATE_LIMITED = new Set(['POST /routes 429', 'GET /inspect 429']);
+
 const PLANS = {
+  'POST /routes 429': () => exhaustRouteAllowance(),
+  'GET /inspect 429': () => exhaustRouteAllowance(),
   'POST /routes 201': (t) => setBody(t, JSON.stringify({ ttlSeconds: 3600, response: { status: 202, headers: { 'x-hook': 'accepted' }, body: '{"received":true}' } }), 'application/json'),
   'POST /routes 400': (t) => setBody(t, JSON.stringify({ ttlSeconds: 0, colour: 'red' }), 'application/json'),
   'GET /inspect 302': () => {},
@@ -153,5 +178,12 @@ hooks.beforeEach(
     // Text answers (the page, raw bytes, the event stream) have no JSON body to validate.
     const type = String(transaction.expected.headers['Content-Type'] || transaction.expected.headers['content-type'] || '');
     if (!/json/.test(type)) delete transaction.expected.bodySchema;
+  }),
+);
+
+// After a rate-limited transaction the window is waited out, so later fixtures can create routes.
+hooks.afterEach(
+  asyncHook(async (transaction) => {
+    if (RATE_LIMITED.has(keyOf(transaction))) await new Promise((resolve) => setTimeout(resolve, 2100));
   }),
 );
