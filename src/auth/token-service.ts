@@ -1,5 +1,7 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign, verify, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { decodeProtectedHeader, jwtVerify, type ProtectedHeaderParameters } from 'jose';
 import type { Knex } from 'knex';
+import { canonicalJwsProblem } from '../engines/service-account-jwt/index.js';
 import { AppError } from '../errors.js';
 
 /** Who a token was issued to; the audience keeps tokens of one API family out of another. */
@@ -8,6 +10,7 @@ export type TokenAudience = 'account' | 'publishing' | 'service-account';
 export interface TokenClaims {
   sub: string;
   aud: TokenAudience;
+  iss: string;
   iat: number;
   exp: number;
   [claim: string]: unknown;
@@ -23,13 +26,21 @@ interface SigningKey {
 
 // The algorithm is pinned: a token whose header names anything else is refused before any crypto.
 const ALG = 'EdDSA';
+/**
+ * The `iss` of every token this platform issues, required on verification: a token signed for some
+ * other issuer is refused even if it somehow carries one of our key ids. Tokens issued before the
+ * claim existed (no `iss`) are refused too; their holders sign in again.
+ */
+export const TOKEN_ISSUER = 'contract-first-server';
 const CACHE_LIMIT = 10_000;
 
 /**
  * The one token service: signs every access token the platform issues (Ed25519 JWS) and verifies
- * them synchronously. Keys live in the database so every process agrees; rotation adds a key and
+ * them with jose. Keys live in the database so every process agrees; rotation adds a key and
  * retires the old one, which keeps verifying live tokens (the JWKS lists all of them).
- * Verified tokens are cached until they expire, so a hot client costs one map lookup per request.
+ * Verified tokens are cached until they expire, so a hot client costs one map lookup per request
+ * (jose's verify is async WebCrypto, ~0.3-1 ms; only a token's first use pays it). Signing stays
+ * synchronous node:crypto: callers sign inside synchronous code, and a signature needs no parsing.
  */
 export class TokenService {
   private keys = new Map<string, SigningKey>();
@@ -72,34 +83,46 @@ export class TokenService {
     if (!key?.privateKey) throw new AppError('internal', 'no signing key');
     const iat = Math.floor(Date.now() / 1000);
     const header = base64url(JSON.stringify({ alg: ALG, typ: 'JWT', kid: key.kid }));
-    const payload = base64url(JSON.stringify({ ...claims, iat, exp: iat + ttlSeconds }));
+    const payload = base64url(JSON.stringify({ ...claims, iss: TOKEN_ISSUER, iat, exp: iat + ttlSeconds }));
     const signature = sign(null, Buffer.from(`${header}.${payload}`), key.privateKey).toString('base64url');
     return `${header}.${payload}.${signature}`;
   }
 
   /**
    * Verifies a token for one audience and returns its claims, or throws `unauthenticated`.
+   * Refused: another algorithm, an unknown key, a bad signature, any segment not canonical base64url,
+   * `iss` not ours, `exp` past, `nbf` ahead, a missing `sub`/`aud`/`exp`/`iat`.
    * A key id this process has not seen yet (rotated by another process) triggers one reload.
    */
   async verify(token: string, audience: TokenAudience): Promise<TokenClaims> {
     const cached = this.verified.get(token);
     if (cached) return this.checkClaims(cached, audience, token);
-    const [headerPart, payloadPart, signaturePart, extra] = token.split('.');
-    if (!headerPart || !payloadPart || !signaturePart || extra !== undefined) throw unauthenticated();
-    const header = parseJson(headerPart);
-    if (header?.alg !== ALG || typeof header.kid !== 'string') throw unauthenticated();
+    if (canonicalJwsProblem(token) !== undefined) throw unauthenticated();
+    let header: ProtectedHeaderParameters;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      throw unauthenticated();
+    }
+    if (header.alg !== ALG || typeof header.kid !== 'string') throw unauthenticated();
     let key = this.keys.get(header.kid);
     if (!key && Date.now() - this.lastReload > 1000) {
       await this.reload();
       key = this.keys.get(header.kid);
     }
     if (!key) throw unauthenticated();
-    const valid = verify(null, Buffer.from(`${headerPart}.${payloadPart}`), key.publicKey, Buffer.from(signaturePart, 'base64url'));
-    if (!valid) throw unauthenticated();
-    const claims = parseJson(payloadPart);
-    if (!claims || typeof claims.sub !== 'string' || typeof claims.exp !== 'number' || typeof claims.aud !== 'string') {
+    let claims: Record<string, unknown>;
+    try {
+      ({ payload: claims } = await jwtVerify(token, key.publicKey, {
+        algorithms: [ALG],
+        issuer: TOKEN_ISSUER,
+        typ: 'JWT',
+        requiredClaims: ['sub', 'aud', 'exp', 'iat'],
+      }));
+    } catch {
       throw unauthenticated();
     }
+    if (typeof claims.sub !== 'string' || typeof claims.aud !== 'string') throw unauthenticated();
     const typed = claims as TokenClaims;
     if (this.verified.size >= CACHE_LIMIT) this.verified.clear();
     this.verified.set(token, typed);
@@ -148,13 +171,4 @@ function unauthenticated(): AppError {
 
 function base64url(text: string): string {
   return Buffer.from(text).toString('base64url');
-}
-
-function parseJson(part: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

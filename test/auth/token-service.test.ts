@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
-import { createHmac, randomUUID } from 'node:crypto';
-import { TokenService } from '../../src/auth/token-service.js';
+import { createHmac, createPrivateKey, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { TOKEN_ISSUER, TokenService } from '../../src/auth/token-service.js';
 import { AppError } from '../../src/errors.js';
 import type { Database } from '../../src/store/database.js';
 import { openTestDatabase } from '../support/app.js';
@@ -8,9 +8,13 @@ import { openTestDatabase } from '../support/app.js';
 let db: Database;
 let drop: () => Promise<void>;
 let tokens: TokenService;
+/** The server's current signing key, read from the store: forged cases below are validly signed. */
+let serverKey: { kid: string; privateKey: KeyObject };
 beforeAll(async () => {
   ({ db, drop } = await openTestDatabase());
   tokens = await TokenService.create(db.knex);
+  const row = (await db.knex('signing_keys').whereNull('retired_at').orderBy('created_at', 'desc').first()) as { kid: string; private_key_pem: string };
+  serverKey = { kid: row.kid, privateKey: createPrivateKey(row.private_key_pem) };
 });
 afterAll(async () => {
   await db.close();
@@ -22,6 +26,16 @@ const partsOf = (token: string) => {
   const [header, payload, signature] = token.split('.');
   return { header: header ?? '', payload: payload ?? '', signature: signature ?? '' };
 };
+const now = () => Math.floor(Date.now() / 1000);
+/** A token with these claims, signed by the server's own key: only the claim checks can refuse it. */
+function signedByServer(claims: Record<string, unknown>, header: Record<string, unknown> = {}): string {
+  const input = `${b64({ alg: 'EdDSA', typ: 'JWT', kid: serverKey.kid, ...header })}.${b64(claims)}`;
+  return `${input}.${sign(null, Buffer.from(input), serverKey.privateKey).toString('base64url')}`;
+}
+const validClaims = () => ({ sub: 'user-1', aud: 'account', iss: TOKEN_ISSUER, iat: now(), exp: now() + 60 });
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+/** The same signature bytes, spelled with the last character's unused low bit set (an Ed25519 signature has 4 such bits). */
+const withTrailingBit = (token: string) => token.slice(0, -1) + ALPHABET[ALPHABET.indexOf(token.at(-1) ?? 'A') ^ 1];
 const headerOf = (token: string) => JSON.parse(Buffer.from(partsOf(token).header, 'base64url').toString('utf8')) as { alg: string; kid: string };
 
 async function refusal(token: string, audience: 'account' | 'publishing' = 'account'): Promise<unknown> {
@@ -31,10 +45,10 @@ async function refusal(token: string, audience: 'account' | 'publishing' = 'acco
   );
 }
 
-test('a signed token verifies for its audience and carries sub, aud, iat and exp', async () => {
+test('a signed token verifies for its audience and carries sub, aud, iss, iat and exp', async () => {
   const token = tokens.sign({ sub: 'user-1', aud: 'account' }, 60);
   const claims = await tokens.verify(token, 'account');
-  expect(claims).toMatchObject({ sub: 'user-1', aud: 'account' });
+  expect(claims).toMatchObject({ sub: 'user-1', aud: 'account', iss: TOKEN_ISSUER });
   expect(claims.exp - claims.iat).toBe(60);
   expect(headerOf(token)).toMatchObject({ alg: 'EdDSA', typ: 'JWT' });
 });
@@ -76,10 +90,41 @@ const forged: Array<[string, () => string]> = [
   ['two parts only', () => tokens.sign({ sub: 'user-1', aud: 'account' }, 60).split('.').slice(0, 2).join('.')],
   ['four parts', () => `${tokens.sign({ sub: 'user-1', aud: 'account' }, 60)}.extra`],
   ['garbage', () => 'not.a.token'],
+  ['a foreign iss', () => signedByServer({ ...validClaims(), iss: 'https://issuer.example' })],
+  ['an iss differing only in case', () => signedByServer({ ...validClaims(), iss: TOKEN_ISSUER.toUpperCase() })],
+  ['no iss (a token from before the claim existed)', () => signedByServer({ ...validClaims(), iss: undefined })],
+  ['nbf in the future', () => signedByServer({ ...validClaims(), nbf: now() + 600 })],
+  ['iat missing', () => signedByServer({ ...validClaims(), iat: undefined })],
+  ['exp a string', () => signedByServer({ ...validClaims(), exp: String(now() + 60) })],
+  ['typ other than JWT', () => signedByServer(validClaims(), { typ: 'at+jwt' })],
+  ['a signature with a trailing bit altered in the last character', () => withTrailingBit(tokens.sign({ sub: 'user-1', aud: 'account' }, 60))],
+  ['a signature with base64 padding', () => `${tokens.sign({ sub: 'user-1', aud: 'account' }, 60)}==`],
+  ['a padded header', () => {
+    const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+    return `${header}=.${payload}.${signature}`;
+  }],
 ];
 
 test.each(forged)('%s is refused as unauthenticated', async (_case, make) => {
   expect(await refusal(make())).toBe('unauthenticated');
+});
+
+test('sign() sets iss itself: a caller cannot choose another issuer', async () => {
+  const token = tokens.sign({ sub: 'user-1', aud: 'account', iss: 'https://issuer.example' }, 60);
+  await expect(tokens.verify(token, 'account')).resolves.toMatchObject({ iss: TOKEN_ISSUER });
+});
+
+test('the forged cases are refused for what they change: the same token built with valid claims is accepted', async () => {
+  await expect(tokens.verify(signedByServer(validClaims()), 'account')).resolves.toMatchObject({ sub: 'user-1' });
+  await expect(tokens.verify(signedByServer({ ...validClaims(), nbf: now() - 5 }), 'account')).resolves.toMatchObject({ sub: 'user-1' });
+});
+
+test('a token altered in its trailing bits is refused even after the original was verified and cached', async () => {
+  const token = tokens.sign({ sub: 'user-1', aud: 'account' }, 60);
+  await tokens.verify(token, 'account');
+  const altered = withTrailingBit(token);
+  expect(Buffer.from(partsOf(altered).signature, 'base64url')).toEqual(Buffer.from(partsOf(token).signature, 'base64url'));
+  expect(await refusal(altered)).toBe('unauthenticated');
 });
 
 test('a token that expires while cached is refused from then on', async () => {

@@ -45,7 +45,29 @@ const header = { alg: 'RS256', typ: 'JWT', kid: 'publickey-good' };
 const claims = { iss: ACCOUNT, sub: ACCOUNT, iat: SECONDS, exp: SECONDS + 300 };
 const good = jwt(header, claims);
 
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+/** The same bytes spelled differently: the last character's unused low bit set (segments whose length is not a multiple of 4 have some). */
+const withTrailingBit = (segment: string) => segment.slice(0, -1) + ALPHABET[ALPHABET.indexOf(segment.at(-1) ?? 'A') ^ 1];
+const [goodHeader = '', goodPayload = '', goodSignature = ''] = good.split('.');
+/** Spellings of the good JWT that decode to the same bytes: only a canonical-form check refuses them. */
+const NON_CANONICAL: Array<[string, string]> = [
+  ['signature with a trailing bit altered in the last character', `${goodHeader}.${goodPayload}.${withTrailingBit(goodSignature)}`],
+  ['signature with base64 padding', `${goodHeader}.${goodPayload}.${goodSignature}==`],
+  ['signature in base64 (+ and /) instead of base64url', `${goodHeader}.${goodPayload}.${Buffer.from(goodSignature, 'base64url').toString('base64')}`],
+];
+
+/** A signed JWT whose payload segment has unused bits (its length is not a multiple of 4), one of them then set. */
+function payloadWithTrailingBit(): string {
+  const padded = ['', 'x', 'xx', 'xxx'].map((pad) => ({ ...claims, pad })).find((value) => b64(value).length % 4 !== 0);
+  const [h = '', p = '', sig = ''] = jwt(header, padded ?? claims).split('.');
+  return `${h}.${withTrailingBit(p)}.${sig}`;
+}
+
 const REFUSED: Array<[string, { given: string; want: RegExp }]> = [
+  ...NON_CANONICAL.map(([name, given]): [string, { given: string; want: RegExp }] => [name, { given, want: /signature is not base64url/ }]),
+  ['payload with a trailing bit altered', { given: payloadWithTrailingBit(), want: /payload is not base64url/ }],
+  ['iss missing', { given: jwt(header, { ...claims, iss: undefined }), want: /iss differs/ }],
+  ['nbf a string', { given: jwt(header, { ...claims, nbf: String(SECONDS) }), want: /nbf is missing or not a number/ }],
   ['not three parts', { given: 'a.b', want: /compact JWS/ }],
   ['four parts', { given: `${good}.x`, want: /compact JWS/ }],
   ['header not JSON', { given: `${b64('nope')}.${b64(claims)}.sig`, want: /header is not JSON/ }],
@@ -90,8 +112,16 @@ const ACCEPTED: Array<[string, { given: string; want: string }]> = [
   ['exp exactly 1 h ahead', { given: jwt(header, { ...claims, exp: SECONDS + 3600 }), want: ACCOUNT }],
   ['no typ header', { given: jwt({ alg: 'RS256', kid: 'publickey-good' }, claims), want: ACCOUNT }],
   ['a key that expires later', { given: jwt({ ...header, kid: 'publickey-later' }, claims), want: ACCOUNT }],
+  ['nbf in the past', { given: jwt(header, { ...claims, nbf: SECONDS - 10 }), want: ACCOUNT }],
+  ['nbf just inside the skew ahead', { given: jwt(header, { ...claims, nbf: SECONDS + CLOCK_SKEW_SECONDS }), want: ACCOUNT }],
 ];
 
 test.each(ACCEPTED)('accepts %s', async (_name, { given, want }) => {
   await expect(verifyServiceAccountJwt(given, lookup, NOW)).resolves.toMatchObject({ serviceAccountId: want });
+});
+
+test.each(NON_CANONICAL)('%s spells the same signature bytes (so only the canonical check refuses it)', (_name, given) => {
+  const [, , signature = ''] = given.split('.');
+  expect(signature).not.toBe(goodSignature);
+  expect(Buffer.from(signature, 'base64url').equals(Buffer.from(goodSignature, 'base64url')) || Buffer.from(signature, 'base64').equals(Buffer.from(goodSignature, 'base64url'))).toBe(true);
 });

@@ -9,3 +9,4 @@ export {
   type VerifiedServiceAccountJwt,
 } from './verify-service-account-jwt.js';
 export { signServiceAccountJwt, DEFAULT_JWT_TTL_SECONDS } from './sign-service-account-jwt.js';
+export { canonicalJwsProblem } from './canonical-jws.js';

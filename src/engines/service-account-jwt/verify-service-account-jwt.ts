@@ -1,4 +1,6 @@
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import { canonicalJwsProblem } from './canonical-jws.js';
 
 /** The one algorithm a service-account JWT may use; the header's `alg` must name exactly it. */
 export const JWT_ALGORITHM = 'RS256';
@@ -44,25 +46,32 @@ export class JwtRejectedError extends Error {
   }
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
-
-function decodeJson(part: string, what: string): Record<string, unknown> {
-  if (part === '' || !BASE64URL.test(part)) throw new JwtRejectedError(`${what} is not base64url`);
-  let value: unknown;
+function decodeHeader(jwt: string): ProtectedHeaderParameters {
   try {
-    value = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return decodeProtectedHeader(jwt);
   } catch {
-    throw new JwtRejectedError(`${what} is not JSON`);
+    throw new JwtRejectedError('header is not JSON (or not an object)');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new JwtRejectedError(`${what} is not a JSON object`);
-  return value as Record<string, unknown>;
 }
 
-function numericDate(claims: Record<string, unknown>, name: string, required: boolean): number | undefined {
-  const value = claims[name];
-  if (value === undefined && !required) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw new JwtRejectedError(`claim ${name} is missing or not a number`);
-  return value;
+function decodeClaims(jwt: string): JWTPayload {
+  try {
+    return decodeJwt(jwt);
+  } catch {
+    throw new JwtRejectedError('payload is not JSON (or not an object)');
+  }
+}
+
+/** jose's refusal, in the words of the SPEC §5 table (the tests and logs match on them). */
+function rejection(error: unknown): JwtRejectedError {
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new JwtRejectedError('bad signature');
+  if (error instanceof errors.JWTExpired) return new JwtRejectedError('the JWT has expired');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'nbf' && error.reason === 'check_failed') return new JwtRejectedError('the JWT is not valid yet (nbf)');
+    if (error.claim === 'iss' || error.claim === 'sub') return new JwtRejectedError('claim iss differs from sub');
+    return new JwtRejectedError(`claim ${error.claim} is missing or not a number`);
+  }
+  return new JwtRejectedError(`malformed JWT (${error instanceof Error ? error.message : String(error)})`);
 }
 
 /**
@@ -70,32 +79,24 @@ function numericDate(claims: Record<string, unknown>, name: string, required: bo
  * account it proves. Every check must pass: compact JWS with header `alg` exactly RS256 (none, HS*,
  * ES*, PS* refused before any crypto) and a `kid`; claims `iss` = `sub` (the account id), `exp`
  * present, not past and at most 1 h ahead, `iat` present and not in the future (both with
- * CLOCK_SKEW_SECONDS tolerance), `nbf` respected if present; the key exists, belongs to that
- * account, is active and unexpired; the RSA signature verifies; the account exists and is active.
+ * CLOCK_SKEW_SECONDS tolerance), `nbf` respected if present; every segment canonical base64url; the
+ * key exists, belongs to that account, is active and unexpired; the RSA signature verifies (jose);
+ * the account exists and is active.
  */
 export async function verifyServiceAccountJwt(jwt: string, lookup: JwtLookup, now: number = Date.now()): Promise<VerifiedServiceAccountJwt> {
-  const parts = jwt.split('.');
-  if (parts.length !== 3) throw new JwtRejectedError('not a compact JWS (three dot-separated parts)');
-  const [headerPart = '', payloadPart = '', signaturePart = ''] = parts;
-  const header = decodeJson(headerPart, 'header');
+  if (jwt.split('.').length !== 3) throw new JwtRejectedError('not a compact JWS (three dot-separated parts)');
+  // Checks on the unverified header and claims first: a forged or malformed token costs no lookup.
+  const header = decodeHeader(jwt);
   if (header.alg !== JWT_ALGORITHM) throw new JwtRejectedError(`alg ${JSON.stringify(header.alg)} is not ${JWT_ALGORITHM}`);
   if (header.crit !== undefined) throw new JwtRejectedError('critical header parameters are not supported');
   if (header.typ !== undefined && (typeof header.typ !== 'string' || header.typ.toUpperCase() !== 'JWT')) throw new JwtRejectedError('typ is not JWT');
   const keyId = header.kid;
   if (typeof keyId !== 'string' || keyId === '') throw new JwtRejectedError('header kid is missing');
-  const claims = decodeJson(payloadPart, 'payload');
-  const { iss, sub } = claims;
+  const { iss, sub } = decodeClaims(jwt);
   if (typeof sub !== 'string' || sub === '') throw new JwtRejectedError('claim sub is missing');
   if (iss !== sub) throw new JwtRejectedError('claim iss differs from sub');
-  const seconds = now / 1000;
-  const exp = numericDate(claims, 'exp', true) ?? 0;
-  const iat = numericDate(claims, 'iat', true) ?? 0;
-  const nbf = numericDate(claims, 'nbf', false);
-  if (exp <= seconds - CLOCK_SKEW_SECONDS) throw new JwtRejectedError('the JWT has expired');
-  if (exp > seconds + MAX_JWT_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) throw new JwtRejectedError('exp is more than 1 h ahead');
-  if (iat > seconds + CLOCK_SKEW_SECONDS) throw new JwtRejectedError('iat is in the future');
-  if (nbf !== undefined && nbf > seconds + CLOCK_SKEW_SECONDS) throw new JwtRejectedError('the JWT is not valid yet (nbf)');
-  if (signaturePart === '' || !BASE64URL.test(signaturePart)) throw new JwtRejectedError('the signature is not base64url');
+  const problem = canonicalJwsProblem(jwt);
+  if (problem !== undefined) throw new JwtRejectedError(problem);
 
   const key = await lookup.findKey(keyId);
   if (!key) throw new JwtRejectedError('unknown key id');
@@ -109,8 +110,25 @@ export async function verifyServiceAccountJwt(jwt: string, lookup: JwtLookup, no
     throw new JwtRejectedError('the stored key cannot be read');
   }
   if (publicKey.asymmetricKeyType !== 'rsa') throw new JwtRejectedError('the stored key is not an RSA key');
-  const signed = Buffer.from(`${headerPart}.${payloadPart}`);
-  if (!verify('RSA-SHA256', signed, publicKey, Buffer.from(signaturePart, 'base64url'))) throw new JwtRejectedError('bad signature');
+  // jose checks the signature, then iss = sub = the key's account, exp/iat present and numbers, exp
+  // not past and nbf not ahead (both with the skew); the SPEC's own limits on exp and iat follow.
+  let claims: JWTPayload;
+  try {
+    ({ payload: claims } = await jwtVerify(jwt, publicKey, {
+      algorithms: [JWT_ALGORITHM],
+      issuer: key.serviceAccountId,
+      subject: key.serviceAccountId,
+      requiredClaims: ['exp', 'iat'],
+      clockTolerance: CLOCK_SKEW_SECONDS,
+      currentDate: new Date(now),
+    }));
+  } catch (error) {
+    throw rejection(error);
+  }
+  const seconds = now / 1000;
+  const exp = claims.exp ?? 0;
+  if (exp > seconds + MAX_JWT_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) throw new JwtRejectedError('exp is more than 1 h ahead');
+  if ((claims.iat ?? 0) > seconds + CLOCK_SKEW_SECONDS) throw new JwtRejectedError('iat is in the future');
 
   const active = await lookup.accountActive(sub);
   if (active === undefined) throw new JwtRejectedError('unknown service account');
