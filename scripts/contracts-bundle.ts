@@ -1,7 +1,8 @@
 /**
  * `npm run contracts:bundle`: writes the contracts as a versioned npm package for client teams,
  * `@contract-first-server/contracts` at the server's version, into dist/contracts/ (`--out <dir>` to
- * write elsewhere). Publish it with `npm publish dist/contracts` or hand over `npm pack`'s tarball.
+ * write elsewhere). Publish it with `npm publish ./dist/contracts` or hand over the tarball of
+ * `npm pack ./dist/contracts` (without `./`, npm reads `dist/contracts` as a GitHub repository).
  *   openapi/<name>.yaml|json   every OpenAPI document, bundled (external $refs inlined)
  *   openapi/<name>.js|d.ts     openapi-typescript types (`paths`, `components`, `operations`)
  *   graphql/<name>.graphql     the GraphQL SDL; graphql/<name>.js|d.ts its codegen types
@@ -17,7 +18,7 @@ import { stringify } from 'yaml';
 import { BUF, option, ROOT } from './contracts/contract-sets.js';
 
 const out = resolve(option(process.argv.slice(2), '--out') ?? join(ROOT, 'dist/contracts'));
-const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
 const versionOf = (name: string) => rootPackage.dependencies[name] ?? rootPackage.devDependencies[name] ?? '*';
 
 function listFiles(dir: string): string[] {
@@ -119,6 +120,7 @@ try {
     name: '@contract-first-server/contracts',
     version,
     description: 'The contracts of contract-first-server: OpenAPI documents, protobuf (buf image and sources), GraphQL SDL, generated TypeScript types and typed clients.',
+    license: rootPackage.license,
     type: 'module',
     main: './index.js',
     types: './index.d.ts',
@@ -128,6 +130,8 @@ try {
     peerDependenciesMeta: { graphql: { optional: true } },
   };
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  // The package is the repository's license and contract history (CHANGELOG.md is about the contracts).
+  for (const file of ['LICENSE', 'CHANGELOG.md']) cpSync(join(ROOT, file), join(out, file));
   writeFileSync(
     join(out, 'README.md'),
     `# @contract-first-server/contracts ${version}\n\nThe published contracts of contract-first-server and typed clients built from them. See docs/contracts.md in the server repository.\n\n` +

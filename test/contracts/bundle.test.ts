@@ -68,7 +68,8 @@ describe('npm run contracts:bundle', () => {
     const out = join(scratch, 'contracts');
     await run(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/contracts-bundle.ts'), '--out', out], { cwd: ROOT, env });
     const manifest = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8'));
-    expect(manifest).toMatchObject({ name: '@contract-first-server/contracts', version: rootPackage.version });
+    expect(manifest).toMatchObject({ name: '@contract-first-server/contracts', version: rootPackage.version, license: 'MIT' });
+    expect(readdirSync(out)).toEqual(expect.arrayContaining(['LICENSE', 'CHANGELOG.md']));
     for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) => name.endsWith('.yaml'))) {
       const name = file.replace(/\.yaml$/, '');
       expect(readdirSync(join(out, 'openapi'))).toEqual(expect.arrayContaining([`${name}.yaml`, `${name}.json`, `${name}.d.ts`]));
