@@ -133,10 +133,31 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       stream: false,
       service: req.service,
       method: req.method,
-      header: new Headers({ 'x-idempotent-replay': 'true' }),
-      trailer: new Headers(),
+      ...replayResponseMetadata(req.header),
       message: await options.loadOperation(result.operationId),
     };
     return replay;
   };
+}
+
+/**
+ * The response header and trailer of a replayed call. connect replaces the protocol's own response
+ * header and trailer with the ones an interceptor answers (`copyHeaders` clears them first), and on a
+ * replay the implementation that would have handed back connect's own never runs. So what connect
+ * set from the request is set again, by its rules: the Content-Type, and for gRPC / gRPC-Web the
+ * `grpc-status: 0` trailer. Without them a replay had no Content-Type (Connect) or no status (gRPC-Web,
+ * gRPC over connect-node), and clients refused it.
+ */
+export function replayResponseMetadata(requestHeader: Headers): { header: Headers; trailer: Headers } {
+  const header = new Headers({ 'x-idempotent-replay': 'true' });
+  const trailer = new Headers();
+  const match = /^application\/(grpc-web|grpc|proto|json)(?:\+(proto|json))?\s*(?:;|$)/i.exec(requestHeader.get('content-type') ?? '');
+  if (match) {
+    const kind = (match[1] ?? '').toLowerCase();
+    const codec = (match[2] ?? 'proto').toLowerCase();
+    const grpcFamily = kind === 'grpc' || kind === 'grpc-web';
+    header.set('content-type', grpcFamily ? `application/${kind}+${codec}` : `application/${kind}`);
+    if (grpcFamily) trailer.set('grpc-status', '0');
+  }
+  return { header, trailer };
 }
