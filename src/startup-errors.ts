@@ -38,6 +38,9 @@ export function describeStartupError(error: unknown, step: StartupStep, settings
   }
   const target = `DATABASE_URL ${withoutPassword(settings.databaseUrl)}`;
   if (error instanceof StartupTimeoutError) return `${target}: the database did not answer within ${error.timeoutMs / 1000} s (STARTUP_TIMEOUT_MS)`;
+  // pg's connect timeout and knex's pool timeout carry no code, only these names and messages.
+  if (code === undefined && /^(timeout expired|Connection terminated due to connection timeout)$/.test(message)) return `${target}: the database did not answer (connection timed out)`;
+  if (error instanceof Error && error.name === 'KnexTimeoutError') return `${target}: the database did not answer (no connection within the acquire timeout)`;
   switch (code) {
     case 'ECONNREFUSED':
       return `${target}: connection refused (is PostgreSQL running and listening there?)`;

@@ -49,7 +49,7 @@ async function closedPort(): Promise<number> {
 }
 
 // Generous bounds: the point is "exits by itself, no hang", on a machine that may be busy.
-const FAIL_FAST_MS = 30_000;
+const FAIL_FAST_MS = 50_000;
 const main = (env: Record<string, string>, options: ChildOptions = {}) => runChild('src/main.ts', [], { HOST: '127.0.0.1', ...env }, { timeoutMs: 60_000, ...options });
 
 function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number): void {
@@ -99,8 +99,8 @@ describe('a start that cannot open its store', () => {
 
   test('DATABASE_URL that accepts and never answers: gives up after STARTUP_TIMEOUT_MS', async () => {
     const outcome = await result('black hole');
-    expectOneLine(outcome, new RegExp(`^cannot start: DATABASE_URL postgres://app@127\\.0\\.0\\.1:${blackHole}/app: `), FAIL_FAST_MS);
-    expect(outcome.stderr).toMatch(/did not answer within 1\.5 s \(STARTUP_TIMEOUT_MS\)|timeout/i);
+    expectOneLine(outcome, `cannot start: DATABASE_URL postgres://app@127.0.0.1:${blackHole}/app: the database did not answer within 1.5 s (STARTUP_TIMEOUT_MS)`, FAIL_FAST_MS);
+    expect(outcome.ms).toBeGreaterThanOrEqual(1500);
   });
 
   (pgUrl ? test : test.skip)('DATABASE_URL naming a database that does not exist', async () => {
