@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { AppError } from '../src/errors.js';
 import { describeStartupError } from '../src/startup-errors.js';
-import { migrateLatest, openDatabase } from '../src/store/database.js';
+import { databaseOptionsOf, migrateLatest, openDatabase } from '../src/store/database.js';
 import { TokenService } from '../src/auth/token-service.js';
 import { WriterService } from '../src/services/publishing/writer-service.js';
 
@@ -35,7 +35,7 @@ try {
   throw error;
 }
 const settings = config;
-const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch((error: unknown) => {
+const db = await openDatabase(databaseOptionsOf(config)).catch((error: unknown) => {
   process.stderr.write(`cannot open the store: ${describeStartupError(error, 'database', settings)}\n`);
   process.exit(3);
 });
