@@ -1033,6 +1033,35 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description Too many failed sign-ins for this email (trimmed, case-folded) or from this client address
+             *     within the window (`SIGNIN_MAX_FAILURES` per email, 4× per address, per
+             *     `SIGNIN_WINDOW_SECONDS`) — the same throttle as `POST /api/auth`. Even the right password is
+             *     refused until `Retry-After` seconds have passed.
+             */
+            429: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Link: components["headers"]["Link"];
+                    /**
+                     * @description Seconds until sign-in may be tried again.
+                     * @example 300
+                     */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Too Many Requests",
+                     *       "status": 429,
+                     *       "detail": "Too many failed sign-ins for this email or from this address; try again later."
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getWriter: {

@@ -22,7 +22,10 @@ const DOCS_PATH = '/docs/publishing.md';
  * and `/graphql` (contracts/graphql/publishing.graphql), both over one service layer.
  */
 export async function publishingModule(ctx: ModuleContext): Promise<ServerModule & { publishing: PublishingServices }> {
-  const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds);
+  const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds, {
+    maxFailures: ctx.config.signInMaxFailures,
+    windowSeconds: ctx.config.signInWindowSeconds,
+  });
   const { superuserEmail, superuserPassword } = ctx.config;
   if (superuserEmail && superuserPassword && (await services.writers.ensureSuperuser(superuserEmail, superuserPassword))) {
     ctx.logger.info({ superuser: superuserEmail }, 'created the configured publishing superuser');

@@ -51,7 +51,7 @@ function callerOf(call: RestCall<unknown, unknown, unknown>): PublishingCaller |
 
 /** Handlers of `contracts/openapi/publishing.yaml`, keyed by operationId: decode, call a service, encode. */
 export function publishingApiHandlers({ writers, articles, topics }: PublishingServices) {
-  const signIn = createLocalSignIn((email, password) => writers.login(email, password), { usernameField: 'email' });
+  const signIn = createLocalSignIn((email, password, address) => writers.login(email, password, address), { usernameField: 'email' });
   return {
     listArticles: async (call: Call<'listArticles'>): Promise<RestReply> => {
       const { limit, offset, ...filters } = call.query;

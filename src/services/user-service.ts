@@ -4,7 +4,8 @@ import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
 import { bearerToken } from '../auth/bearer-token.js';
-import { SignInFailureRepository, UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
+import { UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
+import { normaliseName, SignInThrottle } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 
 export type UserDto = components['schemas']['UserDto'];
@@ -33,16 +34,13 @@ export const DEFAULT_SETTINGS: Settings = {
   metadatadb: { sessionId: '', userId: '' },
 };
 
-// Several failures per address are normal (a household behind one NAT); a name gets fewer tries.
-const ADDRESS_FACTOR = 4;
-
 /**
  * Every rule of the User Account API (SPEC §2): who may see and change which account, first-run
  * bootstrap, the last-admin guard, password changes and sign-in throttling.
  */
 export class UserService {
   private readonly users: UserRepository;
-  private readonly failures: SignInFailureRepository;
+  private readonly throttle: SignInThrottle;
 
   constructor(
     private readonly knex: Knex,
@@ -50,7 +48,7 @@ export class UserService {
     private readonly options: UserServiceOptions,
   ) {
     this.users = new UserRepository(knex);
-    this.failures = new SignInFailureRepository(knex);
+    this.throttle = new SignInThrottle(knex, { maxFailures: options.signInMaxFailures, windowSeconds: options.signInWindowSeconds });
   }
 
   /** Resolves a bearer token to the caller it names, or undefined when it is missing or invalid. */
@@ -70,19 +68,19 @@ export class UserService {
    * (the original's onboarding). Failures are counted per name and per address.
    */
   async signIn(name: string, password: string, address: string): Promise<SignInResponse> {
-    const nameKey = `name:${name.toLowerCase()}`;
-    const addressKey = `address:${address}`;
-    await this.refuseWhileThrottled(nameKey, addressKey);
+    const attempt = await this.throttle.begin('name', name, address);
     let user = await this.users.findByName(name);
     if (!user) {
       user = await this.bootstrapAdminOnSignIn(name, password);
-      if (user) return this.signedIn(user);
+      if (user) {
+        await this.throttle.succeeded(attempt);
+        return this.signedIn(user);
+      }
     }
     if (!(await verifyPassword(user?.password_hash, password)) || !user) {
-      await this.failures.record([nameKey, addressKey], this.options.signInWindowSeconds);
       throw new AppError('unauthenticated', 'Unauthorized');
     }
-    await this.failures.clear(nameKey);
+    await this.throttle.succeeded(attempt);
     return this.signedIn(user);
   }
 
@@ -135,7 +133,8 @@ export class UserService {
         patch.password_hash = newHash;
       }
       if (input.name !== undefined && input.name !== target.name) {
-        if (await this.users.findByName(input.name, trx)) throw nameTaken();
+        const holder = await this.users.findByFoldedName(normaliseName(input.name), trx);
+        if (holder && holder.id !== target.id) throw nameTaken();
         patch.name = input.name;
       }
       if (input.onboardingDone !== undefined) patch.onboarding_done = input.onboardingDone;
@@ -193,8 +192,12 @@ export class UserService {
     });
   }
 
+  /**
+   * Names are unique regardless of case and surrounding spaces (docs/users-api.md): `ADMIN` or
+   * `admin ` next to `admin` would let one account pass for another in every list.
+   */
   private async insertUnique(trx: Knex, name: string, passwordHash: string, isAdmin: boolean, profilePicture: string): Promise<UserRow> {
-    if (await this.users.findByName(name, trx)) throw nameTaken();
+    if (await this.users.findByFoldedName(normaliseName(name), trx)) throw nameTaken();
     return this.users
       .insert({ name, password_hash: passwordHash, is_admin: isAdmin, onboarding_done: false, profile_picture: profilePicture, settings: DEFAULT_SETTINGS }, trx)
       .catch(uniqueNameViolation);
@@ -221,17 +224,6 @@ export class UserService {
     const self = await this.users.findById(caller.userId, trx);
     if (!self) throw new AppError('unauthenticated', 'Unauthorized');
     return self;
-  }
-
-  private async refuseWhileThrottled(nameKey: string, addressKey: string): Promise<void> {
-    const windowSeconds = this.options.signInWindowSeconds;
-    for (const row of await this.failures.current([nameKey, addressKey], windowSeconds)) {
-      const limit = row.key === nameKey ? this.options.signInMaxFailures : this.options.signInMaxFailures * ADDRESS_FACTOR;
-      if (row.failures >= limit) {
-        const elapsed = (Date.now() - new Date(row.window_started_at).getTime()) / 1000;
-        throw new AppError('resource_exhausted', 'Too Many Requests', { retryAfterSeconds: Math.max(1, Math.ceil(windowSeconds - elapsed)) });
-      }
-    }
   }
 
   private signedIn(user: UserRow): SignInResponse {

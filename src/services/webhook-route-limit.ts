@@ -1,5 +1,5 @@
-import { isIPv6 } from 'node:net';
 import { AppError } from '../errors.js';
+import { clientKey } from './client-address.js';
 
 export interface RouteCreationLimitOptions {
   /** Routes one client may create per window. */
@@ -18,8 +18,7 @@ interface Window {
 /**
  * How many routes each client address may create per window (fixed windows, in this process).
  * Route creation is anonymous — the route id is the capability — so the address is the only handle
- * on a client that floods it. IPv6 clients are counted per /64, the block one subscriber usually gets,
- * so rotating through addresses of one block does not multiply the allowance.
+ * on a client that floods it (counted by `clientKey`: IPv6 per /64).
  */
 export class RouteCreationLimit {
   private readonly windows = new Map<string, Window>();
@@ -65,21 +64,4 @@ export class RouteCreationLimit {
       this.windows.delete(key);
     }
   }
-}
-
-/** The address a limit counts: IPv4 as is (also when IPv4-mapped), IPv6 by its /64 prefix. */
-export function clientKey(address: string | undefined): string {
-  if (!address) return 'unknown';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!isIPv6(address)) return address;
-  return `${expandIPv6(address).slice(0, 4).join(':')}::/64`;
-}
-
-function expandIPv6(address: string): string[] {
-  const [head = '', tail] = address.split('%', 1)[0]!.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const missing = Math.max(0, 8 - left.length - right.length);
-  return [...left, ...Array.from({ length: missing }, () => '0'), ...right].map((group) => group.toLowerCase().replace(/^0+(?=.)/, ''));
 }

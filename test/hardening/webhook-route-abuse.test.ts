@@ -1,7 +1,8 @@
 import { startServer, type TestServer } from '../support/app.js';
 import { loadConfig } from '../../src/config.js';
 import { RouteCache } from '../../src/services/webhook-route-cache.js';
-import { clientKey, RouteCreationLimit } from '../../src/services/webhook-route-limit.js';
+import { clientKey } from '../../src/services/client-address.js';
+import { RouteCreationLimit } from '../../src/services/webhook-route-limit.js';
 import { WebhookService } from '../../src/services/webhook-service.js';
 import type { RouteRow } from '../../src/store/repositories/webhook-repository.js';
 import { createRoute, rawRequest } from '../webhooks/support.js';

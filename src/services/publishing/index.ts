@@ -3,6 +3,7 @@ import type { TokenService } from '../../auth/token-service.js';
 import { ArticleService } from './article-service.js';
 import { TopicService } from './topic-service.js';
 import { WriterService } from './writer-service.js';
+import type { SignInThrottleOptions } from '../sign-in-throttle.js';
 
 export { ArticleService, TopicService, WriterService };
 
@@ -14,6 +15,6 @@ export interface PublishingServices {
 }
 
 /** Wires the publishing services over one store. */
-export function createPublishingServices(knex: Knex, tokens: TokenService, accessTokenTtlSeconds: number): PublishingServices {
-  return { writers: new WriterService(knex, tokens, accessTokenTtlSeconds), articles: new ArticleService(knex), topics: new TopicService(knex) };
+export function createPublishingServices(knex: Knex, tokens: TokenService, accessTokenTtlSeconds: number, signIn?: SignInThrottleOptions): PublishingServices {
+  return { writers: new WriterService(knex, tokens, accessTokenTtlSeconds, signIn), articles: new ArticleService(knex), topics: new TopicService(knex) };
 }

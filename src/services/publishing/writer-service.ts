@@ -5,6 +5,7 @@ import type { TokenService } from '../../auth/token-service.js';
 import { WriterRepository, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
 import { ALL_ROLES, AUTHOR_ROLES, InputCheck, isSuperuser, iso, onUniqueViolation, pageOf, requireCaller, requireRole, type PublishingCaller } from './rules.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
+import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInThrottleOptions } from '../sign-in-throttle.js';
 
 /**
  * Publishing users (SPEC §3): sign-in and tokens of audience `publishing`, creation by superusers,
@@ -13,13 +14,16 @@ import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
  */
 export class WriterService {
   private readonly users: WriterRepository;
+  private readonly throttle: SignInThrottle;
 
   constructor(
     private readonly knex: Knex,
     private readonly tokens: TokenService,
     private readonly accessTokenTtlSeconds: number,
+    signIn: SignInThrottleOptions = DEFAULT_SIGN_IN_THROTTLE,
   ) {
     this.users = new WriterRepository(knex);
+    this.throttle = new SignInThrottle(knex, { ...signIn, message: 'Too many failed sign-ins for this email or from this address; try again later.' });
   }
 
   /**
@@ -34,12 +38,17 @@ export class WriterService {
     return { id: row.id, role: row.role };
   }
 
-  /** Checks email and password; both failures look and take the same (argon2 runs either way). */
-  async login(email: string, password: string): Promise<LoginResult> {
+  /**
+   * Checks email and password; both failures look and take the same (argon2 runs either way).
+   * Attempts are throttled per email and per client address like `POST /api/auth` (429 beyond).
+   */
+  async login(email: string, password: string, address: string | undefined): Promise<LoginResult> {
+    const attempt = await this.throttle.begin('email', String(email), address);
     const row = typeof email === 'string' && email.length <= 254 ? await this.users.findByEmail(email) : undefined;
     if (!(await verifyPassword(row?.password_hash, String(password))) || !row) {
       throw new AppError('unauthenticated', 'Wrong email or password.');
     }
+    await this.throttle.succeeded(attempt);
     return {
       accessToken: this.tokens.sign({ sub: row.id, aud: 'publishing' }, this.accessTokenTtlSeconds),
       user: toWriter(row, { id: row.id, role: row.role }),

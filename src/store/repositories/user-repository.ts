@@ -40,6 +40,11 @@ export class UserRepository {
     return trx('users').select(COLUMNS).where({ name }).first();
   }
 
+  /** A user whose name is the same once trimmed, NFKC-normalised and case-folded (`folded` is already so). */
+  async findByFoldedName(folded: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
+    return trx('users').select(COLUMNS).whereRaw('lower(btrim(normalize(name, NFKC))) = ?', [folded]).first();
+  }
+
   async list(trx: Knex = this.knex): Promise<UserRow[]> {
     return trx('users').select(COLUMNS).orderBy([{ column: 'created_at' }, { column: 'id' }]);
   }
@@ -80,25 +85,31 @@ export class UserRepository {
 export class SignInFailureRepository {
   constructor(private readonly knex: Knex) {}
 
-  /** Returns the failures counted for each key within the window, with when that window started. */
-  async current(keys: string[], windowSeconds: number): Promise<Array<{ key: string; failures: number; window_started_at: Date }>> {
-    return this.knex('sign_in_failures')
-      .select('key', 'failures', 'window_started_at')
-      .whereIn('key', keys)
-      .where('window_started_at', '>', this.knex.raw(`now() - make_interval(secs => ?)`, [windowSeconds]));
+  /**
+   * Counts one failure for each key, starting a fresh window where the old one has passed; answers
+   * each key's count and window after this one (one atomic statement per key, so concurrent
+   * attempts each see their own count).
+   */
+  async record(keys: string[], windowSeconds: number): Promise<Array<{ key: string; failures: number; window_started_at: Date }>> {
+    const counted = [];
+    for (const key of keys) {
+      const fresh = `sign_in_failures.window_started_at > now() - make_interval(secs => ?)`;
+      const [row] = await this.knex('sign_in_failures')
+        .insert({ key, failures: 1, window_started_at: this.knex.fn.now() })
+        .onConflict('key')
+        .merge({
+          failures: this.knex.raw(`CASE WHEN ${fresh} THEN sign_in_failures.failures + 1 ELSE 1 END`, [windowSeconds]),
+          window_started_at: this.knex.raw(`CASE WHEN ${fresh} THEN sign_in_failures.window_started_at ELSE now() END`, [windowSeconds]),
+        })
+        .returning(['key', 'failures', 'window_started_at']);
+      if (row) counted.push(row as { key: string; failures: number; window_started_at: Date });
+    }
+    return counted;
   }
 
-  /** Counts one failure for each key, starting a fresh window where the old one has passed. */
-  async record(keys: string[], windowSeconds: number): Promise<void> {
-    for (const key of keys) {
-      await this.knex.raw(
-        `INSERT INTO sign_in_failures (key, failures, window_started_at) VALUES (?, 1, now())
-         ON CONFLICT (key) DO UPDATE SET
-           failures = CASE WHEN sign_in_failures.window_started_at > now() - make_interval(secs => ?) THEN sign_in_failures.failures + 1 ELSE 1 END,
-           window_started_at = CASE WHEN sign_in_failures.window_started_at > now() - make_interval(secs => ?) THEN sign_in_failures.window_started_at ELSE now() END`,
-        [key, windowSeconds, windowSeconds],
-      );
-    }
+  /** Takes one count back (an attempt that succeeded). */
+  async forgive(key: string): Promise<void> {
+    await this.knex('sign_in_failures').where({ key }).where('failures', '>', 0).decrement('failures', 1);
   }
 
   async clear(key: string): Promise<void> {

@@ -95,6 +95,15 @@ const PLANS = {
   'POST /v1/writers/login 200': () => {}, // the example signs in ada, created in beforeAll
   'POST /v1/writers/login 400': (t) => rewrite(t, { body: { email: 'ada@example.com' } }),
   'POST /v1/writers/login 401': (t) => rewrite(t, { body: { email: 'ada@example.com', password: 'not-adas-password' } }),
+  'POST /v1/writers/login 429': async (t) => {
+    // The contract runner sets SIGNIN_MAX_FAILURES=3: three failures, and the fourth attempt is refused.
+    const email = `${unique('throttled')}@example.com`;
+    for (let i = 0; i < 3; i += 1) {
+      const failure = await api('POST', '/v1/writers/login', { body: { email, password: 'wrong-password' } });
+      if (failure.status !== 401) throw new Error(`expected 401 while exhausting the limit, got ${failure.status}`);
+    }
+    rewrite(t, { body: { email, password: 'wrong-password' } });
+  },
 
   'GET /v1/writers/{id} 200': (t) => rewrite(t, { path: `/v1/writers/${state.ids.writer}`, token: state.tokens.writer }),
   'GET /v1/writers/{id} 401': (t) => rewrite(t, { path: `/v1/writers/${state.ids.writer}`, token: BAD_TOKEN }),
