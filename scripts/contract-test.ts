@@ -205,7 +205,7 @@ async function main(): Promise<void> {
     total += sum((o) => o.operations);
   }
   if (grpcCount) {
-    parts.push(`gRPC (grpc-js): ${grpcCount.exercised}/${grpcCount.rpcs} RPCs`);
+    parts.push(`RPC (gRPC, Connect JSON/binary, gRPC-Web): ${grpcCount.exercised}/${grpcCount.rpcs} RPCs`);
     exercised += grpcCount.exercised;
     total += grpcCount.rpcs;
   }

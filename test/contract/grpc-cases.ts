@@ -16,12 +16,13 @@ import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance
 import { InstanceStatus_State as State, type Instance } from '../../generated/proto/cloud/compute/v1/instance_pb.js';
 import * as reflectionV1 from '../../generated/proto/grpc/reflection/v1/reflection_pb.js';
 import * as reflectionV1alpha from '../../generated/proto/grpc/reflection/v1alpha/reflection_pb.js';
-import type { GrpcTestClient } from '../support/grpc.js';
+import type { RpcTestClient } from '../support/grpc.js';
 import type { StatusName } from './grpc-checks.js';
 import { IAM_RPC_CASES } from './grpc-cases-iam.js';
 
 export interface RpcContext {
-  grpc: GrpcTestClient;
+  /** The client of the protocol the cases run over (grpc-js, or a connect-node transport). */
+  grpc: RpcTestClient;
   /** Access tokens: an admin user (may do everything) and a plain user (may only read). */
   admin: string;
   reader: string;
@@ -179,6 +180,11 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
       return ctx.grpc.call(I.create, { metadata: { parentId, name: 'vm-created' }, spec: { cloudInitUserData: '#cloud-config secret' } }, { token: ctx.admin, headers: { 'x-idempotency-key': 'grpc-contract-create-0001' } });
     }, async (operation, ctx) => {
       await runningOperation()(operation, ctx);
+      // The same key and request again: a replay of the same Operation, a valid answer of the protocol.
+      const parentId = await ctx.projectFor('create');
+      const replay = await ctx.grpc.call(I.create, { metadata: { parentId, name: 'vm-created' }, spec: { cloudInitUserData: '#cloud-config secret' } }, { token: ctx.admin, headers: { 'x-idempotency-key': 'grpc-contract-create-0001' } });
+      assert.equal(replay.message.id, operation.id);
+      assert.equal(replay.headers.get('x-idempotent-replay')[0], 'true');
       const { message } = await ctx.grpc.call(I.get, { id: operation.resourceId }, { token: ctx.admin });
       assert.equal(message.status?.state, State.RUNNING);
     }),

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { ConnectError, type Transport } from '@connectrpc/connect';
 import { ServiceErrorSchema, type ServiceError } from '../../generated/proto/cloud/common/v1/error_pb.js';
 import { StatusSchema, type Status } from '../../generated/proto/google/rpc/status_pb.js';
 
@@ -29,11 +30,16 @@ export interface CallResult<O> {
   headers: grpc.Metadata;
 }
 
+/** What the contract cases need of a client: one unary call, answered or failed the grpc-js way. */
+export interface RpcTestClient {
+  call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options?: CallOptions): Promise<CallResult<MessageShape<O>>>;
+}
+
 /**
  * A plain @grpc/grpc-js client (h2c, no proto-loader): requests and responses are encoded with the
  * generated protobuf-es schemas, exactly as a client written from the protos alone would.
  */
-export class GrpcTestClient {
+export class GrpcTestClient implements RpcTestClient {
   readonly client: grpc.Client;
 
   constructor(url: string, channelOptions: grpc.ChannelOptions = {}) {
@@ -101,4 +107,48 @@ export async function expectGrpcError(promise: Promise<unknown>): Promise<GrpcCa
     throw error;
   }
   throw new Error('the call succeeded but should have failed');
+}
+
+/**
+ * The same calls through a connect-node transport (Connect JSON or binary, gRPC-Web, gRPC), with
+ * answers and errors turned into what GrpcTestClient gives, so one table of cases runs over every
+ * protocol. The protocols other than gRPC carry no `grpc-status-details-bin`: their error details
+ * (Connect's JSON `details`, gRPC-Web's trailer) become the google.rpc.Status a gRPC client would see.
+ */
+export class ConnectTestClient implements RpcTestClient {
+  constructor(private readonly transport: Transport) {}
+
+  async call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+    const header = new Headers();
+    if (options.token) header.set('authorization', `Bearer ${options.token}`);
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      for (const item of Array.isArray(value) ? value : [value]) header.append(name, item);
+    }
+    try {
+      const response = await this.transport.unary(method, undefined, undefined, header, request);
+      return { message: response.message, headers: toMetadata(response.header) };
+    } catch (error) {
+      throw fromConnectError(ConnectError.from(error));
+    }
+  }
+}
+
+function toMetadata(headers: Headers): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  headers.forEach((value, key) => {
+    if (key.endsWith('-bin')) metadata.add(key, Buffer.from(value, 'base64'));
+    else metadata.add(key, value);
+  });
+  return metadata;
+}
+
+function fromConnectError(error: ConnectError): GrpcCallError {
+  const status = create(StatusSchema, {
+    code: error.code,
+    message: error.rawMessage,
+    details: error.details.map((detail) => ('desc' in detail ? { typeUrl: `type.googleapis.com/${detail.desc.typeName}`, value: toBinary(detail.desc, create(detail.desc, detail.value)) } : { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value })),
+  });
+  const serviceError = error.findDetails(ServiceErrorSchema)[0];
+  const metadata = toMetadata(error.metadata);
+  return new GrpcCallError(error.code as number as grpc.status, error.rawMessage, metadata, error.details.length > 0 ? status : undefined, serviceError, metadata);
 }
