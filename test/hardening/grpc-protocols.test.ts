@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import type { DescFile } from '@bufbuild/protobuf';
 import { createClient, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
@@ -47,4 +49,21 @@ describe.each(PROTOCOLS)('over %s', (name, transportFor, contentType) => {
     expect(done.status?.code).toBe(0);
     expect(done.request?.typeUrl).toMatch(/CreateInstanceRequest$/);
   });
+});
+
+test('the JSON registry holds every message of every generated cloud proto file', async () => {
+  const root = new URL('../../generated/proto/cloud/', import.meta.url);
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((path) => path.endsWith('_pb.ts'));
+  expect(files.length).toBeGreaterThan(10);
+  const missing: string[] = [];
+  for (const path of files) {
+    const module = (await import(new URL(path, root).href)) as Record<string, unknown>;
+    for (const [name, value] of Object.entries(module)) {
+      if (!name.startsWith('file_')) continue;
+      for (const message of (value as DescFile).messages) {
+        if (!cloudJsonRegistry.getMessage(message.typeName)) missing.push(message.typeName);
+      }
+    }
+  }
+  expect(missing).toEqual([]);
 });
