@@ -48,7 +48,7 @@ export function preparePrivateDataDir(dataDir: string): void {
       chmodSync(dataDir, 0o700);
     } catch (error) {
       const mode = (stats.mode & 0o777).toString(8);
-      throw new DataDirError(`DATA_DIR ${dataDir} is open to other users (mode ${mode}) and cannot be made private (${reason(error)}): run chmod 700 on it as its owner`);
+      throw new DataDirError(`DATA_DIR ${dataDir} is open to other users (mode ${mode}) and cannot be made private: ${reason(error)}; run chmod 700 on it as its owner`);
     }
   }
 }

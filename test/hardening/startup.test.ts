@@ -71,6 +71,7 @@ describe('a start that cannot open its store', () => {
   const fileDataDir = join(root, 'a-file');
   const readOnlyDataDir = join(root, 'read-only');
   const heldDataDir = join(root, 'held');
+  const foreignDataDir = join(root, 'foreign');
   beforeAll(async () => {
     refused = await closedPort();
     blackHole = await listening(); // accepts and never answers
@@ -85,6 +86,12 @@ describe('a start that cannot open its store', () => {
     // Root writes anywhere: the read-only case runs as nobody then.
     results.set('read-only', main({ DATA_DIR: readOnlyDataDir }, runningAsRoot ? { uid: 65534, gid: 65534 } : {}));
     results.set('held', main({ DATA_DIR: heldDataDir }));
+    if (runningAsRoot) {
+      // Open to everyone and owned by root: nobody may write in it but cannot chmod it.
+      mkdirSync(foreignDataDir);
+      chmodSync(foreignDataDir, 0o777);
+      results.set('foreign', main({ DATA_DIR: foreignDataDir }, { uid: 65534, gid: 65534 }));
+    }
     if (pgUrl) {
       const missing = new URL(pgUrl);
       missing.pathname = '/cfs_no_such_database';
@@ -113,6 +120,10 @@ describe('a start that cannot open its store', () => {
 
   test('DATA_DIR this process cannot write', async () => {
     expectOneLine(await result('read-only'), `cannot start: DATA_DIR ${readOnlyDataDir} is not writable by this process: permission denied (EACCES)`, FAIL_FAST_MS);
+  });
+
+  (runningAsRoot ? test : test.skip)('DATA_DIR open to other users that this user cannot make private (another owner)', async () => {
+    expectOneLine(await result('foreign'), `cannot start: DATA_DIR ${foreignDataDir} is open to other users (mode 777) and cannot be made private: operation not permitted (EPERM); run chmod 700 on it as its owner`, FAIL_FAST_MS);
   });
 
   test('DATA_DIR held by another running process', async () => {
