@@ -24,8 +24,6 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   shutdownGraceMs: number;
-  /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
-  startupTimeoutMs: number;
   /** A new connection must send its first bytes (cleartext) or finish its TLS handshake within this. */
   firstByteTimeoutMs: number;
   /** HTTP/1.1: the request headers must be complete within this (slow-header clients are closed). */
@@ -36,6 +34,8 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** HTTP/2: a session that exchanges no frames for this long is closed (GOAWAY), then destroyed after as long again. */
   http2IdleTimeoutMs: number;
+  /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
+  startupTimeoutMs: number;
   // --- article publishing (SPEC §3, docs/publishing.md) ---
   /** The first superuser, created at start when this email is free. */
   superuserEmail: string | undefined;
@@ -81,6 +81,13 @@ export interface Config {
   webhookRouteWindowSeconds: number;
   /** Bytes the in-process route cache of the capture path may hold (least recently used dropped first). */
   webhookRouteCacheBytes: number;
+  // --- operations (docs/operations.md) ---
+  /** Serve Prometheus metrics at `GET /metrics`. */
+  metricsEnabled: boolean;
+  /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** Browser origins allowed to call the APIs cross-origin (`*` = any); empty = no CORS headers at all. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {
@@ -140,8 +147,8 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCert,
     tlsKey,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
-    startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 1000, 600_000),
     ...connectionTimeouts(env),
+    startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 1000, 600_000),
     // --- article publishing ---
     superuserEmail,
     superuserPassword,
@@ -169,7 +176,31 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRouteLimit: integer(env, 'WEBHOOK_ROUTE_LIMIT', 30, 1, 1_000_000),
     webhookRouteWindowSeconds: integer(env, 'WEBHOOK_ROUTE_WINDOW_SECONDS', 60, 1, 86400),
     webhookRouteCacheBytes: integer(env, 'WEBHOOK_ROUTE_CACHE_BYTES', 32 * 1024 * 1024, 64 * 1024, 4 * 1024 * 1024 * 1024),
+    // --- operations ---
+    metricsEnabled: boolean(env, 'METRICS_ENABLED', true),
+    metricsToken: metricsToken(env),
+    corsOrigins: corsOrigins(env),
   };
+}
+
+function metricsToken(env: Env): string | undefined {
+  const raw = optional(env, 'METRICS_TOKEN');
+  if (raw !== undefined && !/^[\x21-\x7e]{16,}$/.test(raw)) throw new ConfigError('METRICS_TOKEN must be at least 16 printable characters without spaces');
+  return raw;
+}
+
+/** `CORS_ORIGINS`: `*`, or a comma list of origins (`scheme://host[:port]`, no path), compared lowercase. */
+function corsOrigins(env: Env): string[] {
+  const raw = optional(env, 'CORS_ORIGINS');
+  if (raw === undefined) return [];
+  const origins = raw.split(',').map((origin) => origin.trim().toLowerCase()).filter((origin) => origin !== '');
+  for (const origin of origins) {
+    if (origin !== '*' && !/^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/.test(origin)) {
+      throw new ConfigError(`CORS_ORIGINS must be * or a comma list of origins like https://app.example.com (scheme, host, optional port, no path), got "${origin}"`);
+    }
+  }
+  if (origins.includes('*') && origins.length > 1) throw new ConfigError('CORS_ORIGINS: * allows every origin and cannot be combined with a list');
+  return origins;
 }
 
 /** Timeouts of the one port's connections (docs/architecture.md, "One port"). */

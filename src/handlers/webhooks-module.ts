@@ -20,6 +20,8 @@ const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
 export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService; sweeper: WebhookSweeper }> {
   const { config, db } = ctx;
   const webhooks = new WebhookService(db.knex, config, (error) => ctx.onError(error, 'webhook-writer'));
+  const metrics = ctx.metrics;
+  if (metrics) webhooks.writer.observeBatches((size) => metrics.observeCaptureBatch(size));
   const feed = new LiveFeed({
     load: (routeId, seqs) => webhooks.repository.capturesBySeq(routeId, seqs),
     loadAfter: async (routeId, afterSeq, limit) => ((await webhooks.repository.findLiveRoute(routeId)) ? webhooks.capturesAfter(routeId, afterSeq, limit) : null),
@@ -74,6 +76,8 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     http: {
       matches: (path) => CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
       handle,
+      // A sender's OPTIONS is captured like any other request, not answered as a CORS preflight.
+      corsExempt: (path) => CAPTURE_PATH.test(path),
     },
     restApis: { webhooks: api },
     async start() {

@@ -16,6 +16,12 @@ import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createOnePortServer } from './protocol-switch.js';
 import { requestIdOf } from './request-id.js';
+import { createMetricsEndpoint, grpcCodeName, restOperation, rpcOutcomeInterceptor, rpcOutcomeKey, rpcProtocolOf, ServerMetrics, type RequestProtocol, type RpcOutcome } from './metrics.js';
+import { formatTraceparent, traceContextOf, traceLogFields } from './trace-context.js';
+import { createCorsPolicy } from './cors.js';
+import { grpcHealthModule } from '../handlers/grpc-health.js';
+import { requestLogFields } from '../logger.js';
+import { createContextValues } from '@connectrpc/connect';
 
 export interface BuildOverrides {
   /** An already opened database (tests pass one made from a migrated template). */
@@ -45,14 +51,30 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   if (config.migrate) await migrateLatest(db.knex);
   const tokens = await TokenService.create(db.knex);
   const onError = (error: unknown, requestId: string) => logger.error({ err: error, requestId }, 'request failed');
-  const context: ModuleContext = { config, db, logger, tokens, onError };
+  const metrics = config.metricsEnabled ? new ServerMetrics(db) : undefined;
+  const context: ModuleContext = { config, db, logger, tokens, onError, metrics };
   const { modules, users } = await buildModules(context);
+  modules.push(grpcHealthModule({ db, isServing: () => ready }));
+  if (metrics) {
+    const serveMetrics = createMetricsEndpoint(metrics, config.metricsToken);
+    modules.push({ name: 'metrics', http: { matches: (path) => path === '/metrics', handle: async (req, res) => (await serveMetrics(req, res), '/metrics') } });
+  }
+  const cors = config.corsOrigins.length > 0 ? createCorsPolicy(config.corsOrigins) : undefined;
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
   const expressApp = createExpressApp({ db, tokens, isReady: () => ready, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
   // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path.
   const registered: RegisteredService[] = [];
+  // Request paths of every RPC served: the metric's operation label, never a path a client made up.
+  const rpcPaths = new Set<string>();
+  const rpcOutcomes = new WeakMap<object, RpcOutcome>();
   const rpc = connectNodeAdapter({
+    contextValues: (req) => {
+      const values = createContextValues();
+      const outcome = rpcOutcomes.get(req);
+      if (outcome) values.set(rpcOutcomeKey, outcome);
+      return values;
+    },
     // Bounds every message read (after decompression: connect-node inflates with zlib's
     // maxOutputLength = readMaxBytes) and written; Connect unary bodies with a larger Content-Length
     // and envelopes announcing more are refused before they are buffered.
@@ -72,11 +94,13 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
               interceptors: options?.interceptors ?? [],
               shapeError: shape && ((error, requestId) => shape(error, service, requestId)),
             });
-            router.service(service, implementation, options);
+            for (const method of service.methods) rpcPaths.add(`/${service.typeName}/${method.name}`);
+            router.service(service, implementation, { ...options, interceptors: [rpcOutcomeInterceptor, ...(options?.interceptors ?? [])] });
             return recording;
           },
           rpc(method, implementation, options) {
-            router.rpc(method, implementation, options);
+            rpcPaths.add(`/${method.parent.typeName}/${method.name}`);
+            router.rpc(method, implementation, { ...options, interceptors: [rpcOutcomeInterceptor, ...(options?.interceptors ?? [])] });
             return recording;
           },
         };
@@ -84,8 +108,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       }
     },
   });
-  const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, grpcStatus?: number) => {
-    logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10 }, 'request');
+  const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, trace: Record<string, string>, grpcStatus?: number) => {
+    logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10, ...trace }, 'request');
   };
   const grpcUnary = createGrpcUnaryHandler({ services: registered, maxMessageBytes: config.rpcMaxMessageBytes });
 
@@ -93,31 +117,61 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     const started = performance.now();
     const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
+    // W3C trace context: the caller's trace (or a new one), this request's span on the response and
+    // in every log line written while serving it.
+    const trace = traceContextOf(req.headers.traceparent);
+    res.setHeader('traceparent', formatTraceparent(trace));
+    const logFields = traceLogFields(trace);
+    requestLogFields.run(logFields, () => serve(req, res, requestId, started, logFields));
+  };
+
+  const serve = (req: NodeRequest, res: NodeResponse, requestId: string, started: number, logFields: Record<string, string>): void => {
     const url = req.url ?? '/';
     const path = url.split('?', 1)[0] ?? url;
     let route: string | Promise<string>;
+    let protocol: RequestProtocol = req.httpVersionMajor === 2 ? 'h2' : 'http1';
+    // The metric's operation: a template or a known RPC, so a client cannot mint new series.
+    let operation: (template: string) => string = (template) => restOperation(req.method, template);
+    let code = () => String(res.statusCode);
     const owner = httpModules.find((candidate) => candidate.matches(path));
-    if (owner) {
+    if (cors && !owner?.corsExempt?.(path) && cors.handle(req, res)) {
+      route = 'CORS preflight';
+    } else if (owner) {
       route = Promise.resolve(owner.handle(req, res, requestId)).catch((error: unknown) => {
         onError(error, requestId);
         if (!res.headersSent) {
           (res as http.ServerResponse).writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
           res.end(JSON.stringify({ statusCode: 500, message: 'Internal Server Error' }));
         }
+        operation = () => restOperation(req.method, 'failed');
         return path;
       });
     } else if (isRpcPath(path)) {
       // RPC interceptors read the request id from the request: hand them the one this response carries.
       req.headers['x-request-id'] = requestId;
+      const outcome: RpcOutcome = {};
+      rpcOutcomes.set(req, outcome);
+      protocol = rpcProtocolOf(req.headers['content-type']);
+      operation = () => (rpcPaths.has(path) ? path.slice(1) : 'unmatched');
+      // Errors raised before the interceptors (an unknown method, an unreadable request) leave no outcome.
+      code = () => outcome.code ?? (typeof res.getHeader('grpc-status') === 'string' ? grpcCodeName(Number(res.getHeader('grpc-status'))) : `HTTP_${res.statusCode}`);
       rpc(req, res);
       route = path;
     } else {
       // Health, readiness, key sets and the 404 of unknown paths, on HTTP/1.1 and HTTP/2 alike.
       expressApp(req, res);
       route = 'express';
+      operation = () => {
+        // express leaves the matched route on the request; the 404 has none.
+        const matched = (req as { route?: { path?: unknown } }).route?.path;
+        return restOperation(req.method, typeof matched === 'string' ? matched : 'unmatched');
+      };
     }
     res.once('finish', () => {
-      void Promise.resolve(route).then((template) => logRequest(requestId, req.method, template, res.statusCode, started));
+      void Promise.resolve(route).then((template) => {
+        logRequest(requestId, req.method, template, res.statusCode, started, logFields);
+        metrics?.recordRequest(protocol, operation(template), code(), (performance.now() - started) / 1000);
+      });
     });
   };
 
@@ -140,7 +194,21 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     if (grpcUnary.accepts(headers)) {
       const started = performance.now();
       const requestId = requestIdOf(headers['x-request-id']);
-      grpcUnary.handle(stream, headers, requestId, (code) => logRequest(requestId, 'POST', headers[':path'] ?? '', 200, started, code));
+      const trace = traceContextOf(headers.traceparent);
+      const logFields = traceLogFields(trace);
+      const path = headers[':path'] ?? '';
+      requestLogFields.run(logFields, () =>
+        grpcUnary.handle(
+          stream,
+          headers,
+          requestId,
+          (code) => {
+            logRequest(requestId, 'POST', path, 200, started, logFields, code);
+            metrics?.recordRequest('grpc', rpcPaths.has(path) ? path.slice(1) : 'unmatched', grpcCodeName(code), (performance.now() - started) / 1000);
+          },
+          { traceparent: formatTraceparent(trace) },
+        ),
+      );
     } else {
       h2Compat.emit('stream', stream, headers, flags, rawHeaders);
     }

@@ -31,8 +31,11 @@ export interface GrpcUnaryOptions {
 export interface GrpcUnaryHandler {
   /** True when this handler serves the stream: plain gRPC (proto, uncompressed) to a unary method. */
   accepts(headers: IncomingHttpHeaders): boolean;
-  /** Serves the call; `onDone` gets the final gRPC status code, for the request log. */
-  handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, requestId: string, onDone?: (code: number) => void): void;
+  /**
+   * Serves the call; `onDone` gets the final gRPC status code, for the request log. `responseHeaders`
+   * go out with the response headers (the server's `traceparent`).
+   */
+  handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, requestId: string, onDone?: (code: number) => void, responseHeaders?: Record<string, string>): void;
 }
 
 const CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
@@ -63,7 +66,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         (encoding === undefined || encoding === 'identity')
       );
     },
-    handle(stream, headers, requestId, onDone) {
+    handle(stream, headers, requestId, onDone, responseHeaders) {
       const path = headers[':path'] ?? '';
       const route = routes.get(path)!;
       const chunks: Buffer[] = [];
@@ -84,7 +87,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           return;
         }
         let code: Code | 0 = 0;
-        const head: Record<string, string> = { ':status': '200', 'content-type': 'application/grpc+proto', 'x-request-id': requestId };
+        const head: Record<string, string> = { ':status': '200', 'content-type': 'application/grpc+proto', 'x-request-id': requestId, ...responseHeaders };
         responseHeader?.forEach((value, key) => (head[key] = value));
         const trailer: Record<string, string> = {};
         let envelope: Buffer | undefined;

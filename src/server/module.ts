@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
+import type { ServerMetrics } from './metrics.js';
 
 /** What every part of the server gets to build itself: shared infrastructure, no globals. */
 export interface ModuleContext {
@@ -15,6 +16,8 @@ export interface ModuleContext {
   tokens: TokenService;
   /** Logs an unexpected failure with its request id (the client only sees a generic 500). */
   onError(error: unknown, requestId: string): void;
+  /** The server's Prometheus metrics; absent with METRICS_ENABLED=false. */
+  metrics?: ServerMetrics;
 }
 
 /**
@@ -28,6 +31,11 @@ export interface ServerModule {
     matches(path: string): boolean;
     /** Answers the request; resolves to the route template for the request log. */
     handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> | string;
+    /**
+     * Paths whose every request, OPTIONS included, is this module's own business (webhook capture):
+     * the server adds no CORS headers and answers no preflight there.
+     */
+    corsExempt?(path: string): boolean;
   };
   /** Connect / gRPC / gRPC-Web services. */
   rpc?(router: ConnectRouter): void;

@@ -34,8 +34,14 @@ export class CaptureWriter {
   private inFlight = 0;
   private readonly idle = new Set<() => void>();
   private stopped = false;
+  private readonly batchObservers: Array<(size: number) => void> = [];
 
   constructor(private readonly options: CaptureWriterOptions) {}
+
+  /** Tells `observer` the size of every committed batch (the capture batch-size metric). */
+  observeBatches(observer: (size: number) => void): void {
+    this.batchObservers.push(observer);
+  }
 
   /** Queues a capture; resolves once it is committed (or its route turned out to be gone). */
   write(record: CapturedRecord): Promise<CaptureOutcome> {
@@ -105,6 +111,7 @@ export class CaptureWriter {
       for (const pending of batch) pending.reject(failure);
       return;
     }
+    for (const observe of this.batchObservers) observe(batch.length);
     for (const pending of batch) pending.resolve(result.liveRoutes.has(pending.record.routeId) ? 'stored' : 'route_gone');
   }
 }

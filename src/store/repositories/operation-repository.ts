@@ -87,6 +87,12 @@ export class OperationRepository {
     return row?.id;
   }
 
+  /** Open work by state (pending, running), for the queue-depth metric; uses the partial index of open work. */
+  async countOpenByState(trx: Knex = this.knex): Promise<Record<string, number>> {
+    const rows: Array<{ state: string; count: number | string }> = await trx('operations').select('state').count({ count: '*' }).whereNot('state', 'done').groupBy('state');
+    return Object.fromEntries(rows.map((row) => [row.state, Number(row.count)]));
+  }
+
   /**
    * Claims the oldest open work item nobody holds (or whose holder's lease ran out). SKIP LOCKED
    * lets several processes claim at once without waiting on each other.

@@ -1,0 +1,196 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../store/database.js';
+import { OperationRepository } from '../store/repositories/operation-repository.js';
+import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+
+/** How a request reached the server: the HTTP version for REST and pages, the RPC protocol for RPCs. */
+export type RequestProtocol = 'http1' | 'h2' | 'grpc' | 'grpc-web' | 'connect';
+
+/** The part of knex's tarn pool the pool gauge reads. */
+interface PoolStats {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+  max: number;
+}
+
+// A scrape must answer even while the database does not: its own queries give up after this.
+const SCRAPE_QUERY_TIMEOUT_MS = 1000;
+
+/**
+ * The Prometheus metrics of one server (`GET /metrics`), in a registry of its own: tests build
+ * several servers in one process, and prom-client's global registry would mix their series.
+ * Labels are bounded: operations are route templates and known RPC methods, never raw paths.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'protocol' | 'operation' | 'code'>;
+  private readonly duration: Histogram<'protocol' | 'operation'>;
+  private readonly captureBatches: Histogram;
+
+  constructor(db: Database) {
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'cfs_requests_total',
+      help: 'Requests answered, by protocol, operation (METHOD route template, or RPC service/method) and code (HTTP status; gRPC code name for RPC protocols).',
+      labelNames: ['protocol', 'operation', 'code'],
+      registers: [this.registry],
+    });
+    this.duration = new Histogram({
+      name: 'cfs_request_duration_seconds',
+      help: 'Time from the request head to the end of the response, by protocol and operation.',
+      labelNames: ['protocol', 'operation'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    this.captureBatches = new Histogram({
+      name: 'cfs_webhook_capture_batch_size',
+      help: 'Captured webhook requests written per group-commit batch (one multi-row INSERT).',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
+      registers: [this.registry],
+    });
+    const operations = new OperationRepository(db.knex);
+    new Gauge({
+      name: 'cfs_operations_open',
+      help: 'Cloud API operations not yet done, by state (pending: waiting for a worker; running: claimed). Absent when the database did not answer the scrape.',
+      labelNames: ['state'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        const counts = await withTimeout(operations.countOpenByState(), SCRAPE_QUERY_TIMEOUT_MS).catch(() => undefined);
+        if (!counts) return;
+        for (const state of ['pending', 'running']) this.set({ state }, counts[state] ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'cfs_db_pool_connections',
+      help: `Database connections of the pool by state: used, free, pending_acquire (queries waiting for one), pending_create, max. PGlite has one connection: used is its in-flight work, pending_acquire the queue behind it. Database: ${db.kind}.`,
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        // knex's client is untyped; its pool is tarn's, and is gone once the store is closed.
+        const pool = (db.knex.client as { pool?: PoolStats }).pool;
+        if (!pool) return;
+        this.set({ state: 'used' }, pool.numUsed());
+        this.set({ state: 'free' }, pool.numFree());
+        this.set({ state: 'pending_acquire' }, pool.numPendingAcquires());
+        this.set({ state: 'pending_create' }, pool.numPendingCreates());
+        this.set({ state: 'max' }, pool.max);
+      },
+    });
+  }
+
+  /** Counts one answered request and its duration. */
+  recordRequest(protocol: RequestProtocol, operation: string, code: string, seconds: number): void {
+    this.requests.inc({ protocol, operation, code });
+    this.duration.observe({ protocol, operation }, seconds);
+  }
+
+  /** Records the size of one committed capture batch. */
+  observeCaptureBatch(size: number): void {
+    this.captureBatches.observe(size);
+  }
+}
+
+/**
+ * Serves `GET /metrics` in the Prometheus text format. Open by default (like /healthz: counts and
+ * route templates, no data); with `METRICS_TOKEN` set a scrape must send `Authorization: Bearer <token>`.
+ */
+export function createMetricsEndpoint(metrics: ServerMetrics, token: string | undefined): (req: NodeRequest, res: NodeResponse) => Promise<void> {
+  const expected = token === undefined ? undefined : digest(token);
+  return async (req, res) => {
+    const json = (status: number, message: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+      res.end(JSON.stringify({ statusCode: status, message, error: message }));
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, 'Method Not Allowed', { allow: 'GET, HEAD' });
+    if (expected) {
+      const match = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''));
+      // Compared as digests: equal length, constant time, whatever the caller sent.
+      if (!match?.[1] || !timingSafeEqual(digest(match[1]), expected)) return json(401, 'Unauthorized', { 'www-authenticate': 'Bearer realm="metrics"' });
+    }
+    const body = await metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
+    if (req.method === 'HEAD') res.end();
+    else res.end(body);
+  };
+}
+
+/** The RPC protocol of a request on an RPC path, from its Content-Type (Connect GETs have none). */
+export function rpcProtocolOf(contentType: string | undefined): RequestProtocol {
+  const type = (contentType ?? '').toLowerCase();
+  if (type.startsWith('application/grpc-web')) return 'grpc-web';
+  if (type.startsWith('application/grpc')) return 'grpc';
+  return 'connect';
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** `METHOD template`, the method bounded (HTTP/2 lets a client send any token there). */
+export function restOperation(method: string | undefined, template: string): string {
+  const known = method !== undefined && METHODS.has(method) ? method : 'OTHER';
+  return `${known} ${template}`;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Where the RPC interceptor leaves the outcome of a call served by connect-node, for the request
+ * metric: connect-node writes the gRPC status into trailers or the body, out of the server's sight.
+ */
+export interface RpcOutcome {
+  code?: string;
+}
+
+export const rpcOutcomeKey = createContextKey<RpcOutcome | undefined>(undefined, { description: 'the RPC outcome the request metric reads' });
+
+/** Records the gRPC code a call ends with (a stream's when it ends) into the call's `RpcOutcome`. */
+export const rpcOutcomeInterceptor: Interceptor = (next) => async (req) => {
+  const outcome = req.contextValues.get(rpcOutcomeKey);
+  if (!outcome) return next(req);
+  try {
+    const res = await next(req);
+    if (!res.stream) {
+      outcome.code = 'OK';
+      return res;
+    }
+    return { ...res, message: recordStreamEnd(res.message, outcome) };
+  } catch (error) {
+    outcome.code = grpcCodeName(ConnectError.from(error).code);
+    throw error;
+  }
+};
+
+async function* recordStreamEnd<T>(messages: AsyncIterable<T>, outcome: RpcOutcome): AsyncIterable<T> {
+  try {
+    yield* messages;
+    outcome.code = 'OK';
+  } catch (error) {
+    outcome.code = grpcCodeName(ConnectError.from(error).code);
+    throw error;
+  } finally {
+    // Neither the end nor an error: the client went away mid-stream.
+    outcome.code ??= 'CANCELED';
+  }
+}
+
+/** The canonical gRPC name of a code (`NOT_FOUND`), as grpc-go and grpc-java metrics label it. */
+export function grpcCodeName(code: number): string {
+  if (code === 0) return 'OK';
+  const name = Code[code];
+  return name === undefined ? String(code) : name.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
+}
