@@ -105,7 +105,7 @@ test('graceful shutdown lets an in-flight request finish and then refuses new co
   expect((await response).status).toBe(200);
   await closing;
   await expect(fetch(`${own.url}/api`)).rejects.toThrow();
-});
+}, 60_000);
 
 describe('HEAD', () => {
   /** GET and HEAD of one path: the same status and headers, and HEAD without a body. */
