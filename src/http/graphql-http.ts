@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { createHandler, type OperationContext } from 'graphql-http';
 import { GraphQLError, parse, type GraphQLSchema, type ValidationRule } from 'graphql';
 import { AppError } from '../errors.js';
-import { readBody } from './body.js';
+import { readBody, refusalHeaders } from './body.js';
 import type { NodeRequest, NodeResponse } from './rest-api.js';
 
 export interface GraphqlHttpOptions<Context extends OperationContext> {
@@ -73,7 +73,7 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
         reply = jsonReply(500, { errors: [{ message: 'Internal Server Error' }] });
       }
     }
-    const headers = { ...reply.headers, 'content-length': String(Buffer.byteLength(reply.body)) };
+    const headers = { ...reply.headers, ...refusalHeaders(reply.status, res), 'content-length': String(Buffer.byteLength(reply.body)) };
     (res as ServerResponse).writeHead(reply.status, headers);
     res.end(reply.body);
   };

@@ -7,7 +7,7 @@ import addFormats from 'ajv-formats';
 import openApiSchemaValidator from 'openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
 import { AppError, toAppError, type Violation } from '../errors.js';
-import { readBody } from './body.js';
+import { readBody, refusalHeaders } from './body.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -240,7 +240,7 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
 }
 
 function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
-  const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers };
+  const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers, ...refusalHeaders(reply.status, res) };
   let payload: Buffer | string = '';
   if (Buffer.isBuffer(reply.body)) {
     payload = reply.body;

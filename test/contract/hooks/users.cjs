@@ -29,6 +29,8 @@ async function createUser(name, password, isAdmin = false) {
 }
 
 const unique = (prefix) => `${prefix}-${++state.serial}`;
+/** A JSON body just over the users API's 3 MiB body limit. */
+const OVERSIZED = JSON.stringify({ name: 'x'.repeat(3 * 1024 * 1024 + 1) });
 
 /** How each documented response is provoked. The default (no plan) sends the document's example. */
 const PLANS = {
@@ -37,6 +39,7 @@ const PLANS = {
   'POST /api/auth 200': () => {}, // the example signs in alice, created in beforeAll
   'POST /api/auth 400': (t) => rewrite(t, { body: { name: 'alice' } }),
   'POST /api/auth 401': (t) => rewrite(t, { body: { name: 'alice', password: 'not-alices-password' } }),
+  'POST /api/auth 413': (t) => rewrite(t, { body: OVERSIZED }),
   'POST /api/auth 429': async (t) => {
     const name = unique('throttled');
     for (let i = 0; i < 3; i += 1) {
@@ -54,6 +57,7 @@ const PLANS = {
   'POST /api/users 400': (t) => rewrite(t, { token: state.admin.token, body: { name: '', password: 'short', isAdmin: 'no' } }),
   'POST /api/users 401': (t) => rewrite(t, { dropAuth: true, body: { name: unique('anonymous'), password: 'long-enough', isAdmin: false } }),
   'POST /api/users 403': (t) => rewrite(t, { token: state.plain.token, body: { name: unique('by-plain'), password: 'long-enough', isAdmin: false } }),
+  'POST /api/users 413': (t) => rewrite(t, { token: state.admin.token, body: OVERSIZED }),
   'POST /api/users 409': (t) => rewrite(t, { token: state.admin.token, body: { name: 'alice', password: 'long-enough', isAdmin: false } }),
 
   'GET /api/users/{id} 200': (t) => rewrite(t, { path: `/api/users/${state.plain.id}`, token: state.plain.token }),
@@ -65,6 +69,7 @@ const PLANS = {
   'PUT /api/users/{id} 400': (t) => rewrite(t, { path: `/api/users/${state.plain.id}`, token: state.plain.token, body: { settings: { language: 'en' } } }),
   'PUT /api/users/{id} 401': (t) => rewrite(t, { path: `/api/users/${state.plain.id}`, dropAuth: true }),
   'PUT /api/users/{id} 403': (t) => rewrite(t, { path: `/api/users/${state.plain.id}`, token: state.plain.token, body: { isAdmin: true } }),
+  'PUT /api/users/{id} 413': (t) => rewrite(t, { path: `/api/users/${state.plain.id}`, token: state.plain.token, body: OVERSIZED }),
   'PUT /api/users/{id} 404': (t) => rewrite(t, { path: `/api/users/${UNKNOWN_ID}`, token: state.admin.token }),
   // The only admin demoting themself: the last admin stays (a taken name would also answer 409).
   'PUT /api/users/{id} 409': (t) => rewrite(t, { path: `/api/users/${state.admin.id}`, token: state.admin.token, body: { isAdmin: false } }),
