@@ -1,7 +1,7 @@
 /**
  * The contracts as sets of documents, and the breaking-change checks between two such sets: one
  * place for `npm run breaking` and `npm run contracts:release`.
- *   OpenAPI: src/engines/contract-diff/openapi-breaking.ts over the parsed documents
+ *   OpenAPI: scripts/contracts/openapi-breaking.ts over the parsed documents
  *   GraphQL: @graphql-inspector/core, changes of criticality BREAKING
  *   protobuf: buf breaking with the FILE rules of buf.yaml, against a buf image or a git ref
  */
@@ -11,7 +11,7 @@ import { join, relative } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { buildSchema } from 'graphql';
 import { CriticalityLevel, diff } from '@graphql-inspector/core';
-import { describeBreak, findOpenApiBreaks } from '../../src/engines/contract-diff/openapi-breaking.js';
+import { describeBreak, findOpenApiBreaks } from './openapi-breaking.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const BUF = join(ROOT, 'node_modules/.bin/buf');

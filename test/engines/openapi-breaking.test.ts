@@ -1,4 +1,4 @@
-import { describeBreak, findOpenApiBreaks } from '../../src/engines/contract-diff/openapi-breaking.js';
+import { describeBreak, findOpenApiBreaks } from '../../scripts/contracts/openapi-breaking.js';
 
 type Json = Record<string, unknown>;
 
