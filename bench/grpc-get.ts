@@ -11,11 +11,11 @@ import { join } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import pg from 'pg';
 import { InstanceSchema } from '../generated/proto/cloud/compute/v1/instance_pb.js';
 import { GetInstanceRequestSchema, InstanceService } from '../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -26,14 +26,11 @@ if (!existsSync('/usr/bin/h2load')) {
   process.exit(2);
 }
 
-const dbName = `cfs_bench_grpc_${process.pid}`;
-await adminQuery(`CREATE DATABASE ${dbName}`);
-const dbUrl = new URL(ADMIN_URL);
-dbUrl.pathname = `/${dbName}`;
+const database = await scratchDatabase(ADMIN_URL, 'bench_grpc');
 const children: ChildProcess[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'bench-grpc-'));
 try {
-  const env = { ...process.env, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'silent', PORT: '0', COMPUTE_WORK_MS: '10' };
+  const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0', COMPUTE_WORK_MS: '10' };
   // BENCH_PROFILE_DIR=<dir> writes a CPU profile of the full server (profile before optimising).
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   const full = await startChild([...profile, '--import', 'tsx', 'bench/full-server.ts'], env);
@@ -73,7 +70,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 300));
-  await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await database.drop();
 }
 
 function h2load(port: number, bodyFile: string, token: string, requests: number): number {
@@ -109,11 +106,4 @@ async function signIn(port: number): Promise<string> {
     body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
   });
   return ((await response.json()) as { accessToken: string }).accessToken;
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  await client.query(sql);
-  await client.end();
 }

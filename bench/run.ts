@@ -5,7 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import pg from 'pg';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -18,13 +18,10 @@ if (!existsSync('/usr/bin/wrk')) {
   process.exit(2);
 }
 
-const dbName = `cfs_bench_${process.pid}`;
-await adminQuery(`CREATE DATABASE ${dbName}`);
-const dbUrl = new URL(ADMIN_URL);
-dbUrl.pathname = `/${dbName}`;
+const database = await scratchDatabase(ADMIN_URL, 'bench');
 const children: ChildProcess[] = [];
 try {
-  const env = { ...process.env, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'silent', PORT: '0' };
+  const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0' };
   const full = await startChild(['--import', 'tsx', 'bench/full-server.ts'], env);
   const { token, userId } = await prepareUser(full.port);
   const raw = await startChild(['--import', 'tsx', 'bench/raw-users-server.ts'], env);
@@ -49,7 +46,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 300));
-  await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await database.drop();
 }
 
 async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number }> {
@@ -88,13 +85,6 @@ function wrk(port: number, path: string, token: string, seconds: number): number
   const match = /Requests\/sec:\s+([\d.]+)/.exec(output);
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
   return Number(match?.[1] ?? 0);
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  await client.query(sql);
-  await client.end();
 }
 
 function median(values: number[]): number {

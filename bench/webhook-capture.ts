@@ -10,8 +10,8 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { openDatabase } from '../src/store/database.js';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -33,14 +33,8 @@ writeFileSync(
 );
 
 const adminUrl = process.env.DATABASE_URL;
-const dbName = `cfs_bench_webhooks_${process.pid}`;
-let databaseUrl: string | undefined;
-if (adminUrl) {
-  await adminQuery(adminUrl, `CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  databaseUrl = url.toString();
-}
+const database = adminUrl ? await scratchDatabase(adminUrl, 'bench_webhooks') : undefined;
+const databaseUrl = database?.url;
 const dataDir = join(scratch, 'data');
 const children: ChildProcess[] = [];
 try {
@@ -98,7 +92,7 @@ try {
   }
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  if (adminUrl) await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await database?.drop();
   rmSync(scratch, { recursive: true, force: true });
 }
 
@@ -145,14 +139,4 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }

@@ -20,17 +20,16 @@
  * CONTRACT_ALLOW_SKIPS=1.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../src/config.js';
 import { build } from '../src/server/build.js';
 import { runGrpcClientContract } from './grpc-client-contract.js';
 import { runGrpcContract } from './grpc-contract-test.js';
 import { runFuzzContract } from './fuzz-contract.js';
+import { freshStore } from './support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
@@ -69,30 +68,6 @@ function documentedResponses(file: string): string[] {
   return keys;
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-/** An empty database for one contract run, and how to remove it. */
-async function freshStore(): Promise<{ env: Record<string, string>; remove(): Promise<void> }> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
-    const name = `cfs_contract_${randomBytes(6).toString('hex')}`;
-    await adminQuery(url, `CREATE DATABASE ${name}`);
-    const dbUrl = new URL(url);
-    dbUrl.pathname = `/${name}`;
-    return { env: { DATABASE_URL: dbUrl.toString() }, remove: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'cfs-contract-'));
-  return { env: { DATABASE_URL: '', DATA_DIR: dir }, remove: async () => rmSync(dir, { recursive: true, force: true }) };
-}
-
 function runDredd(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(join(ROOT, 'node_modules/.bin/dredd'), args, { cwd: ROOT, env, stdio: 'inherit' });
@@ -106,7 +81,7 @@ async function runContract(contract: string): Promise<Outcome> {
   const hooksFile = join(ROOT, 'test/contract/hooks', `${contract}.cjs`);
   const envFile = join(ROOT, 'test/contract/hooks', `${contract}.env.json`);
   const extraEnv = existsSync(envFile) ? (JSON.parse(readFileSync(envFile, 'utf8')) as Record<string, string>) : {};
-  const store = await freshStore();
+  const store = await freshStore('contract');
   const scratch = mkdtempSync(join(tmpdir(), 'cfs-dredd-'));
   const resultsFile = join(scratch, 'results.json');
   const lines: string[] = [];

@@ -8,15 +8,13 @@
  * runner can call `runGrpcContract()` and print its lines in its summary.
  */
 import { spawn } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
 import { loadConfig } from '../src/config.js';
 import { build } from '../src/server/build.js';
 import { signServiceAccountJwt } from '../src/engines/service-account-jwt/index.js';
+import { freshStore } from './support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ADMIN = { name: 'grpc-contract-admin', password: 'grpc-contract-password' };
@@ -48,29 +46,6 @@ function bufCurl(url: string, method: string, body: unknown, headers: Record<str
   });
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
-async function freshStore(): Promise<{ env: Record<string, string>; remove(): Promise<void> }> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
-    const name = `cfs_grpc_contract_${randomBytes(6).toString('hex')}`;
-    await adminQuery(url, `CREATE DATABASE ${name}`);
-    const dbUrl = new URL(url);
-    dbUrl.pathname = `/${name}`;
-    return { env: { DATABASE_URL: dbUrl.toString() }, remove: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'cfs-grpc-contract-'));
-  return { env: { DATABASE_URL: '', DATA_DIR: dir }, remove: async () => rmSync(dir, { recursive: true, force: true }) };
-}
-
 /** Runs every cloud RPC through buf curl against a fresh server; never throws for a failed check. */
 export async function runGrpcContract(): Promise<GrpcContractOutcome> {
   const lines: string[] = [];
@@ -80,7 +55,7 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
     checks++;
     if (!ok) failures.push(`failed: ${name}${detail ? ` — ${detail}` : ''}`);
   };
-  const store = await freshStore();
+  const store = await freshStore('grpc_contract');
   try {
     const config = loadConfig({
       ...process.env,

@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http2 from 'node:http2';
-import pg from 'pg';
 import { build, type App } from '../../src/server/build.js';
 import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
 import { pgliteTemplatePath } from './template.js';
+import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 
 export interface TestServer {
   app: App;
@@ -44,22 +43,9 @@ export async function openTestDatabase(): Promise<{ db: Database; drop(): Promis
     const db = await openDatabase({ dataDir: 'memory://', loadDataDir: dump });
     return { db, drop: async () => undefined };
   }
-  const name = `cfs_test_${randomBytes(6).toString('hex')}`;
-  await adminQuery(url, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
-  const dbUrl = new URL(url);
-  dbUrl.pathname = `/${name}`;
-  const db = await openDatabase({ databaseUrl: dbUrl.toString(), poolMax: 5 });
-  return { db, drop: () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
+  const scratch = await scratchDatabase(url, 'test', process.env.TEST_TEMPLATE_DB);
+  const db = await openDatabase({ databaseUrl: scratch.url, poolMax: 5 });
+  return { db, drop: scratch.drop };
 }
 
 /** Starts the real server on port 0 over a fresh database. */

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { openDatabase, migrateLatest } from '../../src/store/database.js';
 import { pgliteTemplatePath, TEMPLATE_DIR } from './template.js';
+import { adminQuery } from '../../scripts/support/fresh-store.js';
 
 /**
  * Prepares one migrated template database for the whole run: a PGlite dump (cached on disk by the
@@ -12,11 +12,8 @@ async function prepareTemplate(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (url) {
     const name = `cfs_template_${process.pid}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.query(`CREATE DATABASE ${name}`);
-    await admin.end();
+    await adminQuery(url, `DROP DATABASE IF EXISTS ${name}`);
+    await adminQuery(url, `CREATE DATABASE ${name}`);
     const templateUrl = new URL(url);
     templateUrl.pathname = `/${name}`;
     const db = await openDatabase({ databaseUrl: templateUrl.toString(), poolMax: 1 });
