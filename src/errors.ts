@@ -83,6 +83,22 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   unavailable: 503,
 };
 
+/**
+ * The one rule for what a client reads of an error (STYLE.md rule 4): below 500 the message is
+ * written for the client (services phrase them); from 500 up it is a fixed sentence per code, since
+ * a 5xx message may carry the cause (SQL, stack, host names). Every renderer of every API family
+ * uses this; the cause goes to the log under the request id.
+ */
+export function publicMessage(error: AppError): string {
+  return HTTP_STATUS[error.code] < 500 ? error.message : SERVER_FAULT_MESSAGES[error.code] ?? SERVER_FAULT_MESSAGES.internal;
+}
+
+const SERVER_FAULT_MESSAGES: Partial<Record<ErrorCode, string>> & { internal: string } = {
+  internal: 'The server failed to answer; quote the request id (x-request-id) to report it.',
+  unimplemented: 'This operation is not implemented.',
+  unavailable: 'The service is temporarily unavailable; retry later.',
+};
+
 /** What a client is told to wait when the database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 

@@ -3,7 +3,8 @@ import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { ArticleInput as GraphqlArticleInput, Resolvers } from '../../generated/graphql/publishing.js';
-import { AppError, HTTP_STATUS, toAppError } from '../errors.js';
+import { AppError, HTTP_STATUS, publicMessage, toAppError } from '../errors.js';
+import { jsonReply, type GraphqlReply } from '../http/graphql-http.js';
 import type { PublishingServices } from '../services/publishing/index.js';
 import type { PublishingCaller } from '../services/publishing/rules.js';
 import type { ArticleInput, Topic, Writer } from '../services/publishing/types.js';
@@ -81,19 +82,33 @@ export function publishingSchema(sdlPath: string) {
 /**
  * Domain errors keep their meaning over GraphQL: `extensions.code` (e.g. FORBIDDEN), the HTTP status
  * REST would answer and, for invalid input, `extensions.errors` as `[{field, message}]`.
- * Anything unexpected is logged and answered as a generic internal error.
+ * Anything unexpected is logged and answered as a generic internal error (`publicMessage`).
  */
 export function formatPublishingError(error: GraphQLError, requestId: string, log: (error: unknown, requestId: string) => void): GraphQLError {
   const original = error.originalError;
   if (!original || original instanceof GraphQLError) return error;
   // The same classification as REST (e.g. an unreachable database is UNAVAILABLE / 503, not internal).
   const appError = toAppError(original);
-  const code = appError.code;
-  if (code === 'internal') log(original, requestId);
-  const extensions: Record<string, unknown> = { code: GRAPHQL_CODE[code] ?? code.toUpperCase(), status: HTTP_STATUS[code] };
-  if (appError.violations.length > 0) extensions.errors = appError.violations;
-  const message = code === 'internal' ? 'Internal Server Error' : appError.message;
-  return new GraphQLError(message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
+  if (appError.code === 'internal') log(original, requestId);
+  return new GraphQLError(publicMessage(appError), { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: extensionsOf(appError) });
+}
+
+/**
+ * An error raised before execution (no valid token, a body over the limit, the store down, a fault)
+ * as a GraphQL-over-HTTP answer: the HTTP status REST would give and `{errors: [{message, extensions}]}`.
+ */
+export function renderPublishingGraphqlError(error: AppError): GraphqlReply {
+  const status = HTTP_STATUS[error.code];
+  const headers: Record<string, string> = {};
+  if (status === 401) headers['www-authenticate'] = 'Bearer';
+  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.retryAfterSeconds);
+  return jsonReply(status, { errors: [{ message: publicMessage(error), extensions: extensionsOf(error) }] }, headers);
+}
+
+function extensionsOf(error: AppError): Record<string, unknown> {
+  const extensions: Record<string, unknown> = { code: GRAPHQL_CODE[error.code] ?? error.code.toUpperCase(), status: HTTP_STATUS[error.code] };
+  if (error.violations.length > 0) extensions.errors = error.violations;
+  return extensions;
 }
 
 const GRAPHQL_CODE: Partial<Record<AppError['code'], string>> = {

@@ -1,14 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { ROOT } from '../server/paths.js';
 import { AppError } from '../errors.js';
-import { createRestApi } from '../http/rest-api.js';
-import { createGraphqlHttp, jsonReply } from '../http/graphql-http.js';
+import { createRestApi, type RestReply } from '../http/rest-api.js';
+import { createGraphqlHttp, type GraphqlReply } from '../http/graphql-http.js';
 import { depthLimitRule, costLimitRule } from '../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../services/publishing/index.js';
-import { bearerToken } from '../auth/bearer-token.js';
-import { publishingApiHandlers, publishingTokenOf, renderProblem } from './publishing.js';
-import { formatPublishingError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
+import { renderProblemDetails } from '../http/problem-details.js';
+import { publishingApiHandlers, publishingAuthenticator } from './publishing.js';
+import { formatPublishingError, renderPublishingGraphqlError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
 
 // Generous for real clients (the standard introspection query is 13 deep), fatal for abuse.
 export const GRAPHQL_MAX_DEPTH = 15;
@@ -31,21 +31,14 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     ctx.logger.info({ superuser: superuserEmail }, 'created the configured publishing superuser');
   }
 
+  const authenticate = publishingAuthenticator(services.writers);
   const rest = await createRestApi({
     contractPath: `${ROOT}contracts/openapi/publishing.yaml`,
     handlers: publishingApiHandlers(services),
-    renderError: renderProblem,
+    renderError: renderProblemDetails,
     commonHeaders: { Deprecation: 'true', Link: `<${ctx.config.publishingDeprecationLink}>; rel="deprecation"` },
-    securityHandlers: {
-      // A header that is present but unusable fails the scheme (401), rather than reading as anonymous.
-      bearerAuth: (headers) => {
-        if (headers.authorization === undefined) return undefined;
-        const token = bearerToken(headers.authorization);
-        if (!token) throw new AppError('unauthenticated', 'A valid access token is required.');
-        return services.writers.authenticate(token);
-      },
-      accessToken: (headers) => (headers['x-access-token'] === undefined ? undefined : services.writers.authenticate(String(headers['x-access-token']))),
-    },
+    // Both schemes read the request's credentials the one way /graphql does too (publishingAuthenticator).
+    securityHandlers: { bearerAuth: authenticate, accessToken: authenticate },
     onError: ctx.onError,
   });
 
@@ -54,13 +47,11 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     validationRules: [depthLimitRule(GRAPHQL_MAX_DEPTH), costLimitRule({ maxCost: GRAPHQL_MAX_COST, assumedLimit: 100, fieldCosts: PUBLISHING_FIELD_COSTS })],
     maxTokens: GRAPHQL_MAX_TOKENS,
     context: async (req) => {
-      const caller = await services.writers.authenticate(publishingTokenOf(req.headers)).catch(() => undefined);
-      if (!caller) {
-        const body = { errors: [{ message: 'A valid access token is required.', extensions: { code: 'UNAUTHENTICATED', status: 401 } }] };
-        return { reply: jsonReply(401, body, { 'www-authenticate': 'Bearer' }) };
-      }
+      const caller = await authenticate(req.headers);
+      if (!caller) throw new AppError('unauthenticated', 'A valid access token is required.');
       return publishingGraphqlContext(caller, services);
     },
+    renderError: renderPublishingGraphqlError,
     formatError: (error, requestId) => formatPublishingError(error, requestId, ctx.onError),
     onError: ctx.onError,
   });
@@ -72,6 +63,7 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     publishing: services,
     http: {
       matches: (path) => path === '/v1' || path.startsWith('/v1/') || path === '/graphql' || path === DOCS_PATH,
+      renderError: (error, path) => (path === '/graphql' ? restReplyOf(renderPublishingGraphqlError(error)) : renderProblemDetails(error)),
       handle: async (req, res, requestId) => {
         const path = (req.url ?? '/').split('?', 1)[0];
         if (path === '/graphql') {
@@ -88,4 +80,10 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     },
     restApis: { publishing: rest },
   };
+}
+
+/** A GraphQL-over-HTTP answer as the server writes replies (its JSON text as bytes, with its type). */
+function restReplyOf(reply: GraphqlReply): RestReply {
+  const { 'content-type': contentType, ...headers } = reply.headers;
+  return { status: reply.status, body: Buffer.from(reply.body), headers, contentType };
 }

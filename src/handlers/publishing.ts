@@ -1,9 +1,8 @@
-import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/publishing.js';
-import { AppError, HTTP_STATUS } from '../errors.js';
-import type { NodeRequest, RestCall, RestReply } from '../http/rest-api.js';
+import { AppError } from '../errors.js';
+import type { RestCall, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
-import { bearerToken } from '../auth/bearer-token.js';
+import { presentedToken, type RequestHeaders } from '../auth/bearer-token.js';
 import type { PublishingServices } from '../services/publishing/index.js';
 import type { PublishingCaller } from '../services/publishing/rules.js';
 import type { JsonRequestBody } from './types.js';
@@ -12,32 +11,22 @@ type Query<Op extends keyof operations> = operations[Op]['parameters'] extends {
 type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params, Query<Op>>;
 
 
-/** RFC 9457 problem details: `{type, title, status, detail}`, plus `errors` for invalid fields. */
-export function renderProblem(error: AppError): RestReply {
-  const status = HTTP_STATUS[error.code];
-  const title = STATUS_CODES[status] ?? 'Error';
-  const detail = status === 500 ? 'The server failed to answer; the request id names the failure in its log.' : problemDetail(error, status);
-  const body: Record<string, unknown> = { type: 'about:blank', title, status, detail };
-  if (status === 400 && error.violations.length > 0) body.errors = error.violations;
-  const headers: Record<string, string> = {};
-  if (status === 401) headers['www-authenticate'] = 'Bearer';
-  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.retryAfterSeconds);
-  return { status, body, headers, contentType: 'application/problem+json' };
-}
-
-function problemDetail(error: AppError, status: number): string {
-  // The engine's generic messages become sentences; services already write theirs.
-  if (error.message === 'Bad Request') return 'The request is invalid.';
-  if (error.message === 'Unauthorized') return 'A valid access token is required.';
-  if (error.message === 'Not Found') return status === 404 ? 'No such resource.' : error.message;
-  return error.message;
-}
-
-/** The token of `Authorization: Bearer` or of `x-access-token` (the original app's header). */
-export function publishingTokenOf(headers: NodeRequest['headers']): string | undefined {
-  const header = headers['x-access-token'];
-  const apiKey = Array.isArray(header) ? header[0] : header;
-  return bearerToken(headers.authorization) ?? (apiKey?.trim() || undefined);
+/**
+ * The one way `/v1` and `/graphql` authenticate a request: its presented token (`presentedToken`,
+ * Bearer or `x-access-token`) resolved to a caller, or undefined when it presents none; a bad
+ * credential is a 401. REST asks once per security scheme of the contract, so the answer is kept per
+ * request (its headers object) and the token is checked once.
+ */
+export function publishingAuthenticator(writers: PublishingServices['writers']): (headers: RequestHeaders) => Promise<PublishingCaller | undefined> {
+  const callers = new WeakMap<RequestHeaders, Promise<PublishingCaller | undefined>>();
+  return (headers) => {
+    let caller = callers.get(headers);
+    if (!caller) {
+      caller = Promise.resolve().then(() => writers.authenticate(presentedToken(headers, 'x-access-token')));
+      callers.set(headers, caller);
+    }
+    return caller;
+  };
 }
 
 /**

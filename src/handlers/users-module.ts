@@ -30,7 +30,7 @@ export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { 
   return {
     name: 'users',
     users,
-    http: { matches: prefixMatcher('/api'), handle: api.handle },
+    http: { matches: prefixMatcher('/api'), handle: api.handle, renderError: renderUserApiError },
     rpc: (router) => router.service(...serverInfoService(ctx.config.serviceName)),
     restApis: { users: api },
   };

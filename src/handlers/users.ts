@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/users.js';
-import { AppError, HTTP_STATUS } from '../errors.js';
+import { AppError, HTTP_STATUS, publicMessage } from '../errors.js';
 import type { RestCall, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
 import type { AccountCaller, UserService } from '../services/user-service.js';
@@ -9,11 +9,14 @@ import type { JsonRequestBody } from './types.js';
 type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params>;
 
 
-/** The seed's error body: `{statusCode, message, error}`; 401 keeps the seed's two-field form. */
+/**
+ * The seed's error body: `{statusCode, message, error}`; 401 keeps the seed's two-field form. It is
+ * also the shape of the server's own routes that no contract describes (health, key set, the 404).
+ */
 export function renderUserApiError(error: AppError): RestReply {
   const status = HTTP_STATUS[error.code];
   const reason = STATUS_CODES[status] ?? 'Error';
-  const message = status === 500 ? reason : error.message || reason;
+  const message = publicMessage(error) || reason;
   const body: Record<string, unknown> = status === 401 ? { statusCode: 401, message: 'Unauthorized' } : { statusCode: status, message, error: reason };
   if (status === 400 && error.violations.length > 0) body.details = error.violations;
   const headers: Record<string, string> = {};

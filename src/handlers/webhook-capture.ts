@@ -4,8 +4,10 @@ import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines
 import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
 import type { RouteRow } from '../store/repositories/webhook-repository.js';
 import type { WebhookService } from '../services/webhook-service.js';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
-import { problem } from './webhooks.js';
+import { AppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
+import { renderProblemDetails } from '../http/problem-details.js';
+
+const NO_SUCH_ROUTE = 'No such route (it may have expired).';
 
 /** `/<uuid>` or `/<uuid>/<anything>`: the capture endpoint. */
 export const CAPTURE_PATH = /^\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?:\/|$)/;
@@ -31,7 +33,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
     if (!route) {
       // Nothing is read or stored for an unknown route; the rest of the body is discarded.
       req.resume();
-      reply(res, req.method, problem(404, 'No such route (it may have expired).'));
+      reply(res, req.method, renderProblemDetails(new AppError('not_found', NO_SUCH_ROUTE)));
       return '/{routeId}';
     }
     const body = await readCapped(req, maxBody);
@@ -56,7 +58,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       return '/{routeId}';
     }
     if (outcome === 'route_gone') {
-      reply(res, req.method, problem(404, 'No such route (it may have expired).'));
+      reply(res, req.method, renderProblemDetails(new AppError('not_found', NO_SUCH_ROUTE)));
     } else if (route.response) {
       const headers: Record<string, string> = { ...route.response.headers };
       if (route.response.body !== '' && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'text/plain; charset=utf-8';
@@ -70,7 +72,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
 
 /** The store could not take the capture (or find its route): not acknowledged, the sender may retry. */
 function tryAgainLater(): RestReply {
-  return { ...problem(503), headers: { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) } };
+  return renderProblemDetails(new AppError('unavailable', 'the capture was not stored', { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS }));
 }
 
 /** Reads the body, keeping the first `limit` bytes; undefined when the request was aborted. */

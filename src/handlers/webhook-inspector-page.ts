@@ -6,7 +6,8 @@ import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { LiveFeed } from '../services/webhook-live-feed.js';
 import type { WebhookService } from '../services/webhook-service.js';
 import type { StoredCapture } from '../store/repositories/webhook-repository.js';
-import { baseUrlOf, PROBLEM_CONTENT_TYPE, problem } from './webhooks.js';
+import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
+import { baseUrlOf } from './webhooks.js';
 import type { Config } from '../config.js';
 
 /**
@@ -63,8 +64,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
         route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers), req.socket?.remoteAddress);
       } catch (error) {
         if (!(error instanceof AppError && error.code === 'resource_exhausted')) throw error;
-        const reply = problem(429, error.message);
-        write(res, 429, { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(error.retryAfterSeconds ?? 1) }, Buffer.from(JSON.stringify(reply.body)));
+        writeProblem(res, error);
         return;
       }
       write(res, 302, { location: `/inspect/${route.routeId}`, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }, Buffer.alloc(0));
@@ -92,8 +92,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
     async stream(routeId: string, req: NodeRequest, res: NodeResponse): Promise<void> {
       const route = await webhooks.repository.findLiveRoute(routeId.toLowerCase());
       if (!route) {
-        const reply = problem(404, 'No such route (it may have expired).');
-        write(res, 404, { 'content-type': PROBLEM_CONTENT_TYPE }, Buffer.from(JSON.stringify(reply.body)));
+        writeProblem(res, new AppError('not_found', 'No such route (it may have expired).'));
         return;
       }
       const out = res as ServerResponse;
@@ -146,13 +145,12 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
         end();
         const failure = toAppError(error);
         if (failure.code !== 'unavailable') throw error;
-        const reply = problem(503);
-        write(res, 503, { 'content-type': PROBLEM_CONTENT_TYPE, 'retry-after': String(failure.retryAfterSeconds ?? 1) }, Buffer.from(JSON.stringify(reply.body)));
+        writeProblem(res, failure);
         return;
       }
       if (ended) {
         // The route went away while the stream was being set up.
-        if (!res.destroyed) write(res, 404, { 'content-type': PROBLEM_CONTENT_TYPE }, Buffer.from(JSON.stringify(problem(404, 'No such route (it may have expired).').body)));
+        if (!res.destroyed) writeProblem(res, new AppError('not_found', 'No such route (it may have expired).'));
         return;
       }
       out.writeHead(200, STREAM_HEADERS);
@@ -188,6 +186,12 @@ ${content}
 </body>
 </html>
 `;
+}
+
+/** An error of these pages in the webhook API's shape (problem details). */
+function writeProblem(res: NodeResponse, error: AppError): void {
+  const reply = renderProblemDetails(error);
+  write(res, reply.status, { ...reply.headers, 'content-type': reply.contentType ?? PROBLEM_CONTENT_TYPE }, Buffer.from(JSON.stringify(reply.body)));
 }
 
 function write(res: NodeResponse, status: number, headers: Record<string, string>, body: Buffer): void {

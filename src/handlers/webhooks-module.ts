@@ -5,7 +5,8 @@ import { WebhookService } from '../services/webhook-service.js';
 import { LiveFeed } from '../services/webhook-live-feed.js';
 import { WebhookSweeper } from '../services/webhook-sweeper.js';
 import { WEBHOOK_CHANNEL } from '../store/repositories/webhook-repository.js';
-import { renderWebhookApiError, webhookApiHandlers } from './webhooks.js';
+import { renderProblemDetails } from '../http/problem-details.js';
+import { webhookApiHandlers } from './webhooks.js';
 import { CAPTURE_PATH, createCaptureHandler } from './webhook-capture.js';
 import { createInspectorPages } from './webhook-inspector-page.js';
 
@@ -33,7 +34,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     await createRestApi({
       contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
       handlers: webhookApiHandlers(webhooks, config),
-      renderError: renderWebhookApiError,
+      renderError: renderProblemDetails,
       // GET /inspect creates a route; a HEAD must not.
       unsafeGets: ['openNewInspector'],
       onError: ctx.onError,
@@ -76,6 +77,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     http: {
       matches: (path) => CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
       handle,
+      renderError: renderProblemDetails,
       // A sender's OPTIONS is captured like any other request, not answered as a CORS preflight.
       corsExempt: (path) => CAPTURE_PATH.test(path),
     },

@@ -1,7 +1,5 @@
-import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
-import { HTTP_STATUS, type AppError } from '../errors.js';
 import type { NodeRequest, RestCall, RestReply } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhook-service.js';
 import type { JsonRequestBody } from './types.js';
@@ -9,27 +7,6 @@ import type { JsonRequestBody } from './types.js';
 type Call<Op extends keyof operations, Params = Record<string, string>, Query = Record<string, unknown>> = RestCall<JsonRequestBody<operations[Op]>, Params, Query>;
 type RouteParams = { routeId: string };
 type RequestParams = { routeId: string; requestId: string };
-
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
-
-
-/** RFC 9457 problem details; 5xx say nothing beyond the title. */
-export function problem(status: number, detail?: string, errors?: AppError['violations']): RestReply {
-  const title = STATUS_CODES[status] ?? 'Error';
-  const body: Record<string, unknown> = { type: 'about:blank', title, status };
-  if (detail && status < 500) body.detail = detail;
-  if (errors && errors.length > 0) body.errors = errors;
-  return { status, body, contentType: PROBLEM_CONTENT_TYPE };
-}
-
-/** Renders a domain error as problem details: the webhook API's one error shape. */
-export function renderWebhookApiError(error: AppError): RestReply {
-  const status = HTTP_STATUS[error.code];
-  if (status === 400) return problem(400, 'The request does not match the contract.', error.violations);
-  const reply = problem(status, error.message);
-  if (error.retryAfterSeconds !== undefined) reply.headers = { 'retry-after': String(error.retryAfterSeconds) };
-  return reply;
-}
 
 /** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the request's own scheme and Host. */
 export function baseUrlOf(config: Config, headers: NodeRequest['headers']): string {

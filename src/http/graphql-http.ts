@@ -1,14 +1,19 @@
 import type { ServerResponse } from 'node:http';
 import { createHandler, type OperationContext } from 'graphql-http';
-import { GraphQLError, parse, type GraphQLSchema, type ValidationRule } from 'graphql';
-import { AppError } from '../errors.js';
+import { GraphQLError, Lexer, parse, Source, TokenKind, type GraphQLSchema, type ValidationRule } from 'graphql';
+import { toAppError, type AppError } from '../errors.js';
 import { readBody, refusalHeaders } from './body.js';
 import type { NodeRequest, NodeResponse } from './rest-api.js';
 
 export interface GraphqlHttpOptions<Context extends OperationContext> {
   schema: GraphQLSchema;
-  /** Builds the per-request context (caller, loaders); may answer an early reply (e.g. 401) instead. */
-  context(req: NodeRequest, requestId: string): Promise<Context | { reply: GraphqlReply }>;
+  /** Builds the per-request context (caller, loaders); throws an AppError to refuse the request (e.g. 401). */
+  context(req: NodeRequest, requestId: string): Promise<Context>;
+  /**
+   * Renders an error raised before execution (the context refused, the body is too large, the store
+   * is down, a fault) in this API's shape; execution errors go through `formatError`.
+   */
+  renderError(error: AppError): GraphqlReply;
   validationRules: readonly ValidationRule[];
   /** Shapes an execution error for the client (domain codes in `extensions`, 500s generic). */
   formatError(error: GraphQLError, requestId: string): GraphQLError;
@@ -50,28 +55,21 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
     let reply: GraphqlReply;
     try {
       const context = await options.context(req, requestId);
-      if (typeof context === 'object' && context !== null && 'reply' in context) {
-        reply = (context as { reply: GraphqlReply }).reply;
-      } else {
-        let body = '';
-        if (req.method === 'POST') body = (await readBody(req, limit)).toString('utf8');
-        const [responseBody, init] = await handler({
-          method: req.method ?? 'GET',
-          url: req.url ?? '/',
-          headers: req.headers as Record<string, string | string[] | undefined>,
-          body,
-          raw: req,
-          context: { requestId, context: context as Context },
-        });
-        reply = { status: init.status, body: responseBody ?? '', headers: { ...(init.headers as Record<string, string>) } };
-      }
+      let body = '';
+      if (req.method === 'POST') body = (await readBody(req, limit)).toString('utf8');
+      const [responseBody, init] = await handler({
+        method: req.method ?? 'GET',
+        url: req.url ?? '/',
+        headers: req.headers as Record<string, string | string[] | undefined>,
+        body,
+        raw: req,
+        context: { requestId, context },
+      });
+      reply = { status: init.status, body: responseBody ?? '', headers: { ...(init.headers as Record<string, string>) } };
     } catch (error) {
-      if (error instanceof AppError && error.code === 'content_too_large') {
-        reply = jsonReply(413, { errors: [{ message: error.violations[0]?.message ?? error.message }] });
-      } else {
-        options.onError?.(error, requestId);
-        reply = jsonReply(500, { errors: [{ message: 'Internal Server Error' }] });
-      }
+      const appError = toAppError(error);
+      if (appError.code === 'internal') options.onError?.(error, requestId);
+      reply = options.renderError(appError);
     }
     const headers = { ...reply.headers, ...refusalHeaders(reply.status, res), 'content-length': String(Buffer.byteLength(reply.body)) };
     (res as ServerResponse).writeHead(reply.status, headers);
@@ -81,16 +79,30 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
 
 /**
  * graphql's parser with a token cap. Its error for the cap is a plain syntax error; it is answered as
- * QUERY_TOO_LARGE, which says what to change (if graphql rewords it, the syntax error still refuses).
+ * QUERY_TOO_LARGE, which says what to change. Which syntax error it was is told by counting the
+ * tokens again (only on failure, and at most the cap), not by reading graphql's wording.
  */
 function parseWithin(source: Parameters<typeof parse>[0], maxTokens: number): ReturnType<typeof parse> {
   try {
     return parse(source, { maxTokens });
   } catch (error) {
-    if (error instanceof GraphQLError && /contains more th\w+ \d+ tokens/.test(error.message)) {
+    if (error instanceof GraphQLError && hasMoreTokens(source, maxTokens)) {
       throw new GraphQLError(`The query has more than ${maxTokens} tokens; at most ${maxTokens} are allowed.`, { extensions: { code: 'QUERY_TOO_LARGE' } });
     }
     throw error;
+  }
+}
+
+/** Whether the source has more than `maxTokens` tokens before its end or its first lexical error, as the parser counts them. */
+function hasMoreTokens(source: Parameters<typeof parse>[0], maxTokens: number): boolean {
+  const lexer = new Lexer(typeof source === 'string' ? new Source(source) : source);
+  try {
+    for (let count = 0; count <= maxTokens; count += 1) {
+      if (lexer.advance().kind === TokenKind.EOF) return false;
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 

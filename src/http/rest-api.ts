@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
@@ -6,7 +6,7 @@ import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import openApiSchemaValidator from 'openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
-import { AppError, toAppError, type Violation } from '../errors.js';
+import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
 import { readBody, refusalHeaders } from './body.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -63,6 +63,19 @@ export interface RestApi {
   /** The contract engine; tests use `api.validateResponse` against it. */
   api: OpenAPIBackend;
   handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string>;
+}
+
+/**
+ * A refusal by the contract engine itself (no such operation, input outside the contract, no usable
+ * credentials), as opposed to a service's error: it carries the status's reason phrase, and each
+ * API's renderer words it in its own way (the users API keeps the phrase, problem details a sentence).
+ */
+export class ContractRefusal extends AppError {
+  override name = 'ContractRefusal';
+
+  constructor(code: ErrorCode, options: AppErrorOptions = {}) {
+    super(code, STATUS_CODES[HTTP_STATUS[code]] ?? 'Error', options);
+  }
 }
 
 let metaSchema: InstanceType<typeof openApiSchemaValidator.default> | undefined;
@@ -136,10 +149,16 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const verify = verifiers[scheme];
       // A verifier that throws saw credentials that are present but unusable: that refuses the
       // request (401) even where the operation also admits anonymous callers.
-      results[scheme] = verify ? await verify(headers) : undefined;
+      try {
+        results[scheme] = verify ? await verify(headers) : undefined;
+      } catch (error) {
+        // Bad credentials are the engine's 401, worded by the API; anything else (an unreachable store) is not a 401.
+        if (error instanceof AppError && error.code === 'unauthenticated') throw new ContractRefusal('unauthenticated', { cause: error });
+        throw error;
+      }
     }
     if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
-      throw new AppError('unauthenticated', 'Unauthorized');
+      throw new ContractRefusal('unauthenticated');
     }
     return results;
   }
@@ -165,7 +184,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     let reply: RestReply;
     try {
       const operation = api.router.matchOperation({ method, path, headers: {} });
-      if (!operation || (head && unsafeGets.has(operation.operationId ?? ''))) throw new AppError('not_found', 'Not Found');
+      if (!operation || (head && unsafeGets.has(operation.operationId ?? ''))) throw new ContractRefusal('not_found');
       call.operationId = operation.operationId ?? '';
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
@@ -175,8 +194,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const request = { method, path, query, headers: req.headers as Record<string, string>, body };
       const validation = api.validator.validateRequest(request, operation);
       if (validation.errors) {
-        if (onlyPathInvalid(validation.errors, operation)) throw new AppError('not_found', 'Not Found');
-        throw new AppError('invalid_argument', 'Bad Request', { violations: violationsOf(validation.errors) });
+        if (onlyPathInvalid(validation.errors, operation)) throw new ContractRefusal('not_found');
+        throw new ContractRefusal('invalid_argument', { violations: violationsOf(validation.errors) });
       }
       call.params = (validation.coerced?.params ?? {}) as Record<string, string>;
       call.query = (validation.coerced?.query ?? {}) as Record<string, unknown>;
@@ -188,11 +207,11 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     } catch (error) {
       // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
       const appError =
-        error instanceof URIError ? new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] }) : toAppError(error);
+        error instanceof URIError ? new ContractRefusal('invalid_argument', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] }) : toAppError(error);
       if (appError.code === 'internal') options.onError?.(error, requestId);
       reply = options.renderError(appError);
     }
-    send(res, reply, options.commonHeaders, head);
+    sendReply(res, reply, options.commonHeaders, head);
     return (call.operationId && templates.get(call.operationId)) || 'unmatched';
   }
 
@@ -230,16 +249,17 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   if (bytes.length === 0) return undefined;
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
-    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'body', message: 'must be application/json' }] });
+    throw new ContractRefusal('invalid_argument', { violations: [{ field: 'body', message: 'must be application/json' }] });
   }
   try {
     return JSON.parse(bytes.toString('utf8'));
   } catch {
-    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'body', message: 'is not valid JSON' }] });
+    throw new ContractRefusal('invalid_argument', { violations: [{ field: 'body', message: 'is not valid JSON' }] });
   }
 }
 
-function send(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
+/** Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. */
+export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
   const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers, ...refusalHeaders(reply.status, res) };
   let payload: Buffer | string = '';
   if (Buffer.isBuffer(reply.body)) {
@@ -283,9 +303,9 @@ export function nulPath(value: unknown, path = ''): string | undefined {
 function rejectNulCharacters(call: RestCall, operation: Operation): void {
   const responses = operation.responses ?? {};
   const inPath = nulPath(call.params);
-  if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new AppError('not_found', 'Not Found');
+  if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new ContractRefusal('not_found');
   const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
-  if (field !== undefined) throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
+  if (field !== undefined) throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
 }
 
 /** Turns ajv's errors into `{field, message}` entries that name the request part and property. */

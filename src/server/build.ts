@@ -10,7 +10,9 @@ import { createLogger, type Logger } from '../logger.js';
 import { databaseOptionsOf, openDatabase, migrateLatest, type Database } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
 import type { UserService } from '../services/user-service.js';
-import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
+import { toAppError } from '../errors.js';
+import { renderUserApiError } from '../handlers/users.js';
 import { buildModules } from './modules.js';
 import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
@@ -62,7 +64,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const cors = config.corsOrigins.length > 0 ? createCorsPolicy(config.corsOrigins) : undefined;
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
-  const expressApp = createExpressApp({ db, tokens, isReady: () => ready, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
+  const expressApp = createExpressApp({ db, tokens, isReady: () => ready, renderError: renderServerError, onError, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
   // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path.
   const registered: RegisteredService[] = [];
   // Request paths of every RPC served: the metric's operation label, never a path a client made up.
@@ -139,10 +141,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     } else if (owner) {
       route = Promise.resolve(owner.handle(req, res, requestId)).catch((error: unknown) => {
         onError(error, requestId);
-        if (!res.headersSent) {
-          (res as http.ServerResponse).writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
-          res.end(JSON.stringify({ statusCode: 500, message: 'Internal Server Error' }));
-        }
+        // In the shape of the API that owns the path, its 5xx as generic as its own answers.
+        if (!res.headersSent) sendReply(res, (owner.renderError ?? renderServerError)(toAppError(error), path), undefined, req.method === 'HEAD');
         operation = () => restOperation(req.method, 'failed');
         return path;
       });
@@ -247,6 +247,12 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     },
   };
 }
+
+/**
+ * The server's own error shape, for routes no contract describes (health, key set, the 404 of unknown
+ * paths) and modules without a renderer: the users API's `{statusCode, message, error}`, the seed's.
+ */
+const renderServerError = renderUserApiError;
 
 /** gRPC, gRPC-Web and Connect calls all use `/<package>.<Service>/<Method>`; no REST path has a dot there. */
 function isRpcPath(url: string): boolean {

@@ -3,12 +3,17 @@ import http2 from 'node:http2';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import { AppError, toAppError } from '../errors.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/rest-api.js';
 
 export interface ExpressAppDeps {
   db: Database;
   tokens: TokenService;
   isReady(): boolean;
+  /** The server's own error shape, for the 404 of unknown paths and failures of these routes. */
+  renderError(error: AppError): RestReply;
+  /** Logs a failure of these routes under the request id the response carries. */
+  onError(error: unknown, requestId: string): void;
   /** Routers of other parts (pages, token exchange, GraphQL), mounted before the 404. */
   routers?: express.Router[];
 }
@@ -45,8 +50,8 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
   });
   for (const router of deps.routers ?? []) routes.use(router);
 
-  const http1 = expressFace(routes);
-  const h2 = expressFace(routes);
+  const http1 = expressFace(routes, deps);
+  const h2 = expressFace(routes, deps);
   rebase(h2, 'request', http2.Http2ServerRequest.prototype);
   rebase(h2, 'response', http2.Http2ServerResponse.prototype);
   return (req, res) => {
@@ -55,20 +60,31 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
   };
 }
 
-function expressFace(routes: express.Router): Express {
+function expressFace(routes: express.Router, { renderError, onError }: Pick<ExpressAppDeps, 'renderError' | 'onError'>): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(routes);
-  app.use((_req, res) => {
-    res.status(404).json({ statusCode: 404, message: 'Not Found', error: 'Not Found' });
+  app.use((req: Request, res: Response) => {
+    sendReply(res, renderError(new AppError('not_found', 'Not Found')), undefined, req.method === 'HEAD');
   });
-  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const status = typeof error === 'object' && error !== null && 'status' in error && typeof error.status === 'number' && error.status < 500 ? error.status : 500;
-    const message = status === 500 ? 'Internal Server Error' : 'Bad Request';
-    res.status(status).json({ statusCode: status, message, error: message });
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const failure = expressFailure(error);
+    if (failure.code === 'internal') onError(error, String(res.getHeader('x-request-id') ?? ''));
+    sendReply(res, renderError(failure), undefined, req.method === 'HEAD');
   });
   return app;
+}
+
+/**
+ * express and its middleware mark the client's faults with a 4xx `status` (an unreadable body, a body
+ * over a limit); anything else is the server's and is classified like every other failure.
+ */
+function expressFailure(error: unknown): AppError {
+  const status = typeof error === 'object' && error !== null && 'status' in error && typeof error.status === 'number' ? error.status : 500;
+  if (status === 413) return new AppError('content_too_large', 'The request body is too large.', { cause: error });
+  if (status >= 400 && status < 500) return new AppError('invalid_argument', 'Bad Request', { cause: error });
+  return toAppError(error);
 }
 
 /** Gives `app.request` or `app.response` express's own methods over another node prototype. */

@@ -5,7 +5,8 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
-import type { NodeRequest, NodeResponse, RestApi } from '../http/rest-api.js';
+import type { AppError } from '../errors.js';
+import type { NodeRequest, NodeResponse, RestApi, RestReply } from '../http/rest-api.js';
 import type { ServerMetrics } from './metrics.js';
 
 /** What every part of the server gets to build itself: shared infrastructure, no globals. */
@@ -36,6 +37,11 @@ export interface ServerModule {
      * the server adds no CORS headers and answers no preflight there.
      */
     corsExempt?(path: string): boolean;
+    /**
+     * Renders an error that escaped `handle` in the shape of the API owning `path` (problem details
+     * under `/v1`…); without it the server's own shape is used.
+     */
+    renderError?(error: AppError, path: string): RestReply;
   };
   /** Connect / gRPC / gRPC-Web services. */
   rpc?(router: ConnectRouter): void;

@@ -3,8 +3,7 @@ import { GraphQLError } from 'graphql';
 import { AppError, isDatabaseUnavailable, toAppError } from '../../src/errors.js';
 import { toConnectError } from '../../src/handlers/cloud/errors.js';
 import { renderUserApiError } from '../../src/handlers/users.js';
-import { renderProblem } from '../../src/handlers/publishing.js';
-import { renderWebhookApiError } from '../../src/handlers/webhooks.js';
+import { renderProblemDetails } from '../../src/http/problem-details.js';
 import { formatPublishingError } from '../../src/handlers/publishing-graphql.js';
 import { ServiceError_RetryType as RetryType, ServiceErrorSchema } from '../../generated/proto/cloud/common/v1/error_pb.js';
 
@@ -61,7 +60,7 @@ describe('an unreachable database in each API’s error shape', () => {
   });
 
   test('publishing and webhooks: 503 problem details with Retry-After', () => {
-    for (const reply of [renderProblem(unavailable), renderWebhookApiError(unavailable)]) {
+    for (const reply of [renderProblemDetails(unavailable)]) {
       expect(reply).toMatchObject({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '2' }, body: { type: 'about:blank', title: 'Service Unavailable', status: 503 } });
       expect(JSON.stringify(reply.body)).not.toMatch(/ECONNREFUSED|5432/);
     }
