@@ -88,6 +88,10 @@ export interface Config {
   metricsToken: string | undefined;
   /** Browser origins allowed to call the APIs cross-origin (`*` = any); empty = no CORS headers at all. */
   corsOrigins: string[];
+  /** Server processes behind the one port (node:cluster); more than 1 needs PostgreSQL. */
+  workers: number;
+  /** PGlite only: PostgreSQL's shared_buffers, MB (its resident cache inside the wasm heap). */
+  pgliteSharedBuffersMb: number;
 }
 
 export class ConfigError extends Error {
@@ -180,6 +184,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsEnabled: boolean(env, 'METRICS_ENABLED', true),
     metricsToken: metricsToken(env),
     corsOrigins: corsOrigins(env),
+    workers: integer(env, 'WORKERS', 1, 1, 64),
+    pgliteSharedBuffersMb: integer(env, 'PGLITE_SHARED_BUFFERS_MB', 16, 1, 4096),
   };
 }
 

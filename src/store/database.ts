@@ -40,6 +40,8 @@ export interface DatabaseOptions {
   /** PostgreSQL only: how often the idle LISTEN connection is checked, and the longest reconnect delay. */
   listenerHeartbeatMs?: number;
   listenerMaxBackoffMs?: number;
+  /** PGlite only: PostgreSQL's shared_buffers in MB (PGLITE_SHARED_BUFFERS_MB; see pglite-init.ts). */
+  pgliteSharedBuffersMb?: number;
 }
 
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
@@ -49,10 +51,11 @@ export const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeou
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
 /** The store options of a server process, from its configuration. */
-export function databaseOptionsOf(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs'>): DatabaseOptions {
+export function databaseOptionsOf(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs' | 'pgliteSharedBuffersMb'>): DatabaseOptions {
   return {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
+    pgliteSharedBuffersMb: config.pgliteSharedBuffersMb,
     connectTimeoutMs: config.dbConnectTimeoutMs,
     acquireTimeoutMs: config.dbAcquireTimeoutMs,
     statementTimeoutMs: config.dbStatementTimeoutMs,
@@ -123,7 +126,14 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     preparePrivateDataDir(dataDir);
     lock = lockDataDir(dataDir);
   }
-  const pglite = await PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir: options.loadDataDir }).catch((error: unknown) => {
+  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm } = await import('./pglite-init.js');
+  preferBaselineWasm();
+  const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? 16);
+  const pglite = await (async () => {
+    // loadDataDir fills an empty directory from its tarball instead of initdb.
+    if (onDisk && !options.loadDataDir) await initPgliteDataDir(dataDir, startParams);
+    return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir: options.loadDataDir, startParams });
+  })().catch((error: unknown) => {
     lock?.release();
     const message = error instanceof Error ? error.message : String(error);
     throw new DataDirError(`DATA_DIR ${dataDir} cannot be opened as a PGlite database: ${message}`, { cause: error });
