@@ -1,7 +1,9 @@
+import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { describeStartupError, StartupTimeoutError, type StartupStep } from './startup-errors.js';
 import { databaseOptionsOf, openDatabase } from './store/database.js';
+import { prepareStore, runPrimary, workersProblem } from './server/cluster.js';
 
 /**
  * Entry point: the only place that listens and handles signals. A start that fails prints one line
@@ -18,7 +20,15 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+  const workers = workersProblem(config);
+  if (workers) {
+    process.stderr.write(`cannot start: ${workers}\n`);
+    process.exit(1);
+  }
+  const multiProcess = config.workers > 1;
+  // With WORKERS > 1 every line says which process wrote it (which worker served a request).
+  const logger = multiProcess ? createLogger(config.logLevel).child({ pid: process.pid }) : createLogger(config.logLevel);
+  if (multiProcess && cluster.isPrimary) return startPrimary(config, logger);
   let stop: ((reason: string, exitCode: number) => void) | undefined;
   watchProcessErrors(logger, (reason) => (stop ? stop(reason, 1) : process.exit(1)));
 
@@ -64,6 +74,21 @@ async function main(): Promise<void> {
   } catch (error) {
     fail(error);
   }
+}
+
+/** WORKERS > 1: prepare the store once within STARTUP_TIMEOUT_MS, then fork and supervise the workers. */
+async function startPrimary(config: Config, logger: Logger): Promise<void> {
+  const fail = (error: unknown): never => {
+    process.stderr.write(`cannot start: ${describeStartupError(error, 'database', config)}\n`);
+    logger.debug({ err: error }, 'start failed');
+    process.exit(1);
+  };
+  const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
+  await prepareStore(config).catch(fail);
+  clearTimeout(deadline);
+  const primary = runPrimary({ workers: config.workers, shutdownGraceMs: config.shutdownGraceMs, logger, onStopped: (code) => process.exit(code) });
+  process.on('SIGTERM', () => primary.stop('SIGTERM'));
+  process.on('SIGINT', () => primary.stop('SIGINT'));
 }
 
 /**

@@ -1,0 +1,110 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import { databaseOptionsOf, migrateLatest, openDatabase } from '../store/database.js';
+
+/**
+ * `WORKERS=N`: N server processes behind one port, on one machine (docs/operations.md, Scaling out).
+ * The primary serves nothing: it prepares the store once, forks the workers — each one builds the
+ * whole server and listens on the same port, which node:cluster shares (the primary accepts and
+ * hands connections out round-robin) — restarts a worker that dies, and on SIGTERM/SIGINT asks every
+ * worker to shut down gracefully and exits when they have.
+ */
+
+/** The one-line refusal of WORKERS>1 without PostgreSQL; `null` when the setting is fine. */
+export function workersProblem(config: Pick<Config, 'workers' | 'databaseUrl'>): string | null {
+  if (config.workers <= 1 || config.databaseUrl) return null;
+  return `WORKERS=${config.workers} needs DATABASE_URL: the embedded PGlite store (DATA_DIR) belongs to one process; set DATABASE_URL=postgres://… or WORKERS=1`;
+}
+
+/**
+ * What must happen once, not once per worker: migrations (knex's migration lock would make N-1
+ * workers wait and then find nothing to do), and the first signing key (two workers creating one
+ * each at once would retire each other's). Bootstrap accounts (ADMIN_USERNAME, SUPERUSER_EMAIL) and
+ * the default project are already safe to race: each worker tries, unique constraints keep one.
+ */
+export async function prepareStore(config: Config): Promise<void> {
+  // Loaded here, not at the top: main.ts imports this module, and a single-process start should not pay for it.
+  const { TokenService } = await import('../auth/token-service.js');
+  const database = await openDatabase({ ...databaseOptionsOf(config), poolMax: 1 });
+  try {
+    await database.knex.raw('select 1');
+    if (config.migrate) await migrateLatest(database.knex);
+    await TokenService.create(database.knex);
+  } finally {
+    await database.close();
+  }
+}
+
+export interface PrimaryOptions {
+  workers: number;
+  /** A worker gets this long (plus a margin for closing the store) to finish after SIGTERM. */
+  shutdownGraceMs: number;
+  logger: Logger;
+  /** Called once every worker has exited after a shutdown; the exit code to use. */
+  onStopped(exitCode: number): void;
+}
+
+/** A worker that ran at least this long before dying is restarted at once: it was not crash-looping. */
+const STABLE_MS = 10_000;
+const MAX_BACKOFF_MS = 10_000;
+
+/** Forks the workers and supervises them. Workers start with MIGRATE=false: the primary migrated. */
+export function runPrimary(options: PrimaryOptions): { stop(reason: string): void } {
+  const { logger } = options;
+  const started = new Map<Worker, number>();
+  let quickDeaths = 0;
+  let stopping = false;
+  let failed = false;
+
+  const fork = (): void => {
+    const worker = cluster.fork({ MIGRATE: 'false' });
+    started.set(worker, Date.now());
+    worker.once('exit', (code, signal) => onExit(worker, code, signal));
+  };
+
+  const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
+    const lived = Date.now() - (started.get(worker) ?? 0);
+    started.delete(worker);
+    if (stopping) {
+      if (code !== 0) failed = true;
+      if (started.size === 0) finish();
+      return;
+    }
+    // Exponential backoff while workers die young (a bad deploy, a database refusing logins), so a
+    // crash loop does not spin the CPU; a worker that had been serving for a while is replaced at once.
+    quickDeaths = lived < STABLE_MS ? quickDeaths + 1 : 0;
+    const delayMs = quickDeaths === 0 ? 0 : Math.min(MAX_BACKOFF_MS, 100 * 2 ** (quickDeaths - 1));
+    logger.error({ workerPid: worker.process.pid, code, signal, restartInMs: delayMs }, 'worker exited; restarting it');
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, delayMs);
+  };
+
+  let forceTimer: NodeJS.Timeout | undefined;
+  const finish = (): void => {
+    clearTimeout(forceTimer);
+    options.onStopped(failed ? 1 : 0);
+  };
+
+  for (let index = 0; index < options.workers; index++) fork();
+  logger.info({ workers: options.workers }, 'primary started its workers');
+
+  return {
+    stop(reason) {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ reason, workers: started.size }, 'stopping the workers');
+      if (started.size === 0) return finish();
+      // The signal itself, not worker.kill(): that disconnects the IPC channel first, and the worker's
+      // own SIGTERM handler is the graceful shutdown (in-flight requests finish, the store closes).
+      for (const worker of started.keys()) worker.process.kill('SIGTERM');
+      // A worker stuck past its grace (plus time to close the store) is killed, and the exit is 1.
+      forceTimer = setTimeout(() => {
+        logger.error({ workers: started.size }, 'workers still running after the grace; killing them');
+        failed = true;
+        for (const worker of started.keys()) worker.process.kill('SIGKILL');
+      }, options.shutdownGraceMs + 5000);
+    },
+  };
+}
