@@ -1,0 +1,124 @@
+/**
+ * `npm run bench:workers`: REST throughput of GET /api/users/{id} (routing, contract validation,
+ * bearer auth, service, PostgreSQL) from the compiled server with WORKERS=2 against WORKERS=1, on
+ * this machine. Both servers run at once on one scratch database (DATABASE_URL's server, or
+ * postgres://postgres@127.0.0.1:5432/postgres) and are measured alternately with wrk; the medians
+ * and their ratio are printed. Nothing is pinned: two workers need both cores, which they share with
+ * wrk and PostgreSQL, as a one-machine deployment would. BENCH_SECONDS (5), BENCH_ROUNDS (5),
+ * BENCH_CONNECTIONS (32); BENCH_MAIN runs another build.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
+const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+if (!existsSync('/usr/bin/wrk')) {
+  console.error('bench:workers needs wrk: apt-get install -y wrk');
+  process.exit(2);
+}
+if (!existsSync(MAIN)) {
+  console.error(`bench:workers runs the compiled server (${MAIN}): npm run build first`);
+  process.exit(2);
+}
+
+const dbName = `cfs_bench_workers_${process.pid}`;
+await adminQuery(`CREATE DATABASE ${dbName}`);
+const dbUrl = new URL(ADMIN_URL);
+dbUrl.pathname = `/${dbName}`;
+const children: ChildProcess[] = [];
+try {
+  // LOG_LEVEL info, the default: a request line per request, as deployed (the log is drained, unread).
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1' };
+  delete env.NODE_OPTIONS;
+  // One at a time: the first start migrates the scratch database.
+  const one = await startServer(env, 1);
+  const two = await startServer(env, 2);
+  const { token, userId } = await prepareUser(one);
+  const path = `/api/users/${userId}`;
+  for (const port of [one, two]) await check(port, path, token);
+  wrk(one, path, token, 2);
+  wrk(two, path, token, 2);
+  const oneRuns: number[] = [];
+  const twoRuns: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    oneRuns.push(wrk(one, path, token, SECONDS));
+    twoRuns.push(wrk(two, path, token, SECONDS));
+  }
+  const [oneMedian, twoMedian] = [median(oneRuns), median(twoRuns)];
+  const runs = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
+  console.log(`WORKERS=1  ${oneMedian.toFixed(0).padStart(7)} req/s   (runs: ${runs(oneRuns)})`);
+  console.log(`WORKERS=2  ${twoMedian.toFixed(0).padStart(7)} req/s   (runs: ${runs(twoRuns)})`);
+  console.log(`ratio 2/1  ${(twoMedian / oneMedian).toFixed(2)}   (medians of ${ROUNDS} alternating runs of ${SECONDS} s, ${CONNECTIONS} connections, load average ${loadAverage()})`);
+} finally {
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)))));
+  await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+}
+
+/** Starts the compiled server with `workers` processes; answers its port once every worker listens. */
+async function startServer(env: NodeJS.ProcessEnv, workers: number): Promise<number> {
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...env, WORKERS: String(workers) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const ports = [...output.matchAll(/"port":(\d+)[^\n]*"msg":"listening"/g)].map((match) => Number(match[1]));
+      if (ports.length >= workers) {
+        // From here on the request log is only drained: parsing it would cost the benchmark itself.
+        output = '';
+        child.stdout!.removeAllListeners('data');
+        child.stdout!.resume();
+        resolve(ports[0] ?? 0);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`WORKERS=${workers} exited with ${code}`)));
+  });
+}
+
+async function prepareUser(port: number): Promise<{ token: string; userId: string }> {
+  const response = await fetch(`http://127.0.0.1:${port}/api/auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
+  });
+  const body = (await response.json()) as { accessToken: string; user: { id: string } };
+  return { token: body.accessToken, userId: body.user.id };
+}
+
+async function check(port: number, path: string, token: string): Promise<void> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  if (response.status !== 200) throw new Error(`${path} on ${port} answered ${response.status}`);
+}
+
+function wrk(port: number, path: string, token: string, seconds: number): number {
+  const output = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], { encoding: 'utf8' });
+  if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
+  return Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0);
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+function loadAverage(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
