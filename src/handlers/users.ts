@@ -1,12 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/users.js';
 import { AppError, HTTP_STATUS, publicMessage } from '../errors.js';
-import type { RestCall, RestReply } from '../http/rest-api.js';
+import type { RestCall, RestHandlers, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
 import type { AccountCaller, UserService } from '../services/user-service.js';
-import type { JsonRequestBody } from './types.js';
 
-type Call<Op extends keyof operations, Params = Record<string, string>> = RestCall<JsonRequestBody<operations[Op]>, Params>;
 
 
 /**
@@ -25,7 +23,7 @@ export function renderUserApiError(error: AppError): RestReply {
 }
 
 /** Handlers of `contracts/openapi/users.yaml`, keyed by operationId: decode, call the service, encode. */
-export function userApiHandlers(users: UserService, serviceName: string) {
+export function userApiHandlers(users: UserService, serviceName: string): RestHandlers<operations> {
   const signIn = createLocalSignIn((name, password, address) => users.signIn(name, password, address));
   const caller = (call: RestCall<unknown>): AccountCaller => {
     const principal = call.security.bearerAuth as AccountCaller | undefined;
@@ -33,25 +31,25 @@ export function userApiHandlers(users: UserService, serviceName: string) {
     return principal;
   };
   return {
-    getServiceInfo: (): RestReply => ({ status: 200, body: { name: serviceName, version: '1.0.0' } }),
-    signIn: async (call: Call<'signIn'>): Promise<RestReply> => {
+    getServiceInfo: () => ({ status: 200, body: { name: serviceName, version: '1.0.0' } }),
+    signIn: async (call) => {
       const result = await signIn(call.body, call.remoteAddress);
       if (!result) throw new AppError('unauthenticated', 'Unauthorized');
       return { status: 200, body: result };
     },
-    listUsers: async (call: Call<'listUsers'>): Promise<RestReply> => ({ status: 200, body: await users.list(caller(call)) }),
-    createUser: async (call: Call<'createUser'>): Promise<RestReply> => {
+    listUsers: async (call) => ({ status: 200, body: await users.list(caller(call)) }),
+    createUser: async (call) => {
       const principal = call.security.bearerAuth as AccountCaller | undefined;
       return { status: 200, body: await users.create(principal, call.body) };
     },
-    getUser: async (call: Call<'getUser', { id: string }>): Promise<RestReply> => ({ status: 200, body: await users.get(caller(call), call.params.id) }),
-    updateUser: async (call: Call<'updateUser', { id: string }>): Promise<RestReply> => ({
+    getUser: async (call) => ({ status: 200, body: await users.get(caller(call), call.params.id) }),
+    updateUser: async (call) => ({
       status: 200,
       body: await users.update(caller(call), call.params.id, call.body),
     }),
-    deleteUser: async (call: Call<'deleteUser', { id: string }>): Promise<RestReply> => {
+    deleteUser: async (call) => {
       await users.remove(caller(call), call.params.id);
       return { status: 200 };
     },
-  } satisfies Record<keyof operations, (call: never) => Promise<RestReply> | RestReply>;
+  };
 }

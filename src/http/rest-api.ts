@@ -35,6 +35,52 @@ export interface RestReply {
 
 export type RestHandler = (call: RestCall<never, never, never>) => Promise<RestReply> | RestReply;
 
+/**
+ * Statuses a handler answers itself; every other documented status (4xx, 5xx) is an error the handler
+ * throws and the API's renderer shapes.
+ */
+type AnsweredStatus = 200 | 201 | 202 | 204 | 301 | 302 | 303 | 307 | 308;
+
+/** The body a documented response carries: its JSON schema's type, raw bytes for another media type, or none. */
+type ReplyBody<Response> = Response extends { content: { 'application/json': infer Body } }
+  ? { body: Body; contentType?: string }
+  : Response extends { content: Record<string, unknown> }
+    ? { body: Buffer; contentType: string }
+    : { body?: undefined; contentType?: undefined };
+
+/**
+ * The replies the contract allows for one operation of an openapi-typescript `operations` interface
+ * (generated/openapi/*.ts): one per documented answered status, each with that status's body type,
+ * so `npm run typecheck` refuses a handler whose reply does not match its documented response.
+ */
+export type ReplyOf<Operation> = Operation extends { responses: infer Responses }
+  ? { [Status in keyof Responses & AnsweredStatus]: { status: Status; headers?: Record<string, string> } & ReplyBody<Responses[Status]> }[keyof Responses & AnsweredStatus]
+  : never;
+
+/** Path parameters of an operation as the contract types them (none: an empty record). */
+export type PathParamsOf<Operation> = Operation extends { parameters: { path: infer Path } } ? Path : Record<string, never>;
+
+/** Query parameters of an operation as the contract types them, after the validator's coercion. */
+export type QueryOf<Operation> = Operation extends { parameters: { query?: infer Query } } ? ([NonNullable<Query>] extends [never] ? Record<string, never> : NonNullable<Query>) : Record<string, never>;
+
+/** The JSON request body of an operation; `undefined` where it takes none or the body is optional and absent. */
+export type JsonRequestBody<Operation> = Operation extends { requestBody: { content: { 'application/json': infer Body } } }
+  ? Body
+  : Operation extends { requestBody?: { content: { 'application/json': infer Body } } }
+    ? Body | undefined
+    : undefined;
+
+/** What the handler of one operation sees: body, path and query typed from the contract. */
+export type OperationCall<Operation> = RestCall<JsonRequestBody<Operation>, PathParamsOf<Operation>, QueryOf<Operation>>;
+
+/**
+ * The handlers of one contract, keyed by operationId (every operation of `Operations` must have one),
+ * each typed from its operation: what it reads and what it may answer.
+ */
+export type RestHandlers<Operations> = {
+  [OperationId in keyof Operations]: (call: OperationCall<Operations[OperationId]>) => Promise<ReplyOf<Operations[OperationId]>> | ReplyOf<Operations[OperationId]>;
+};
+
 export interface RestApiOptions {
   /** Path of the OpenAPI document in `contracts/openapi`. */
   contractPath: string;

@@ -57,12 +57,12 @@ describe.each(CASES)('%s', (_name, headersOf, want) => {
       headers: { 'content-type': 'application/json', accept: 'application/json', ...headersOf() },
       body: JSON.stringify({ query: '{ me { _id } }' }),
     });
-    const body = await response.json();
+    const body = (await response.json()) as { data?: { me: { _id: string } }; errors?: Array<{ extensions: Record<string, unknown> }> };
     expect(response.status).toBe(want);
-    if (want === OK) expect(body.data.me._id).toEqual(expect.any(String));
+    if (want === OK) expect(body.data?.me._id).toEqual(expect.any(String));
     else {
       expect(response.headers.get('www-authenticate')).toBe('Bearer');
-      expect(body.errors[0].extensions).toMatchObject({ code: 'UNAUTHENTICATED', status: 401 });
+      expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'UNAUTHENTICATED', status: 401 });
     }
   });
 });
