@@ -84,18 +84,19 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
 };
 
 /**
- * The one rule for what a client reads of an error (STYLE.md rule 4): below 500 the message is
- * written for the client (services phrase them); from 500 up it is a fixed sentence per code, since
- * a 5xx message may carry the cause (SQL, stack, host names). Every renderer of every API family
- * uses this; the cause goes to the log under the request id.
+ * The one rule for what a client reads of an error (STYLE.md rule 4), used by every API family's
+ * renderer (users, problem details, GraphQL, cloud RPCs): a failure whose message may carry its cause
+ * (SQL, stack, host names) — `internal`, and `unavailable`, which `toAppError` makes from driver
+ * errors — is a fixed sentence, the cause going to the log under the request id. Every other code,
+ * `unimplemented` included (always raised on purpose, its message says where to go instead), keeps
+ * the message its service wrote for the client.
  */
 export function publicMessage(error: AppError): string {
-  return HTTP_STATUS[error.code] < 500 ? error.message : SERVER_FAULT_MESSAGES[error.code] ?? SERVER_FAULT_MESSAGES.internal;
+  return SERVER_FAULT_MESSAGES[error.code] ?? error.message;
 }
 
-const SERVER_FAULT_MESSAGES: Partial<Record<ErrorCode, string>> & { internal: string } = {
+const SERVER_FAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
   internal: 'The server failed to answer; quote the request id (x-request-id) to report it.',
-  unimplemented: 'This operation is not implemented.',
   unavailable: 'The service is temporarily unavailable; retry later.',
 };
 

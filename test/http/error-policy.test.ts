@@ -91,6 +91,21 @@ test("the server's fallback for a fault outside the contract engine (the inspect
   expect(failures.length).toBeGreaterThan(0);
 });
 
+test('cloud RPCs (Connect JSON): a fault is INTERNAL with the same generic message, and is logged', async () => {
+  const response = await withoutTable('compute_instances', () =>
+    fetch(`${server.url}/cloud.compute.v1.InstanceService/Get`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+      body: JSON.stringify({ id: 'computeinstance-e0t0000000000000' }),
+    }),
+  );
+  const text = await response.text();
+  expect(response.status).toBe(500);
+  expect(JSON.parse(text)).toMatchObject({ code: 'internal', message: GENERIC });
+  expectNoCause(text);
+  expect(failures.length).toBeGreaterThan(0);
+});
+
 describe("the server's own routes (express): the server's shape", () => {
   test('an unknown path is 404 {statusCode, message, error}', async () => {
     const response = await server.request('GET', '/no/such/path', { unchecked: true });

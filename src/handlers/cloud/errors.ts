@@ -4,7 +4,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { api_service_name } from '../../../generated/proto/cloud/annotations_pb.js';
 import { ServiceError_RetryType as RetryType, ServiceErrorSchema, type ServiceError } from '../../../generated/proto/cloud/common/v1/error_pb.js';
 import { StatusSchema, type Status } from '../../../generated/proto/google/rpc/status_pb.js';
-import { AppError, toAppError, type ErrorCode } from '../../errors.js';
+import { AppError, publicMessage, toAppError, type ErrorCode } from '../../errors.js';
 
 /** The one table from domain error codes to gRPC codes for the cloud API. */
 export const GRPC_CODE: Record<ErrorCode, Code> = {
@@ -27,8 +27,6 @@ export interface ErrorOrigin {
   service: string;
   requestId: string;
 }
-
-const INTERNAL_MESSAGE = 'internal error; quote the request id to support';
 
 /** The `api_service_name` of a service ("" when it has none). */
 export function apiServiceNameOf(service: DescService): string {
@@ -105,11 +103,6 @@ export function serviceErrorOf(error: AppError, origin: ErrorOrigin): ServiceErr
   return create(ServiceErrorSchema, init);
 }
 
-/** The client-visible message: 5xx-like errors say nothing about their cause. */
-function publicMessage(error: AppError): string {
-  return error.code === 'internal' ? INTERNAL_MESSAGE : error.message;
-}
-
 /**
  * Renders anything thrown by a cloud RPC as a ConnectError with a ServiceError detail, which
  * connect-node sends as `grpc-status-details-bin` (gRPC, gRPC-Web) or `details` (Connect).
@@ -122,7 +115,7 @@ export function toConnectError(error: unknown, origin: ErrorOrigin, onInternal?:
     if (code === 'internal') onInternal?.(error);
     const detail = serviceErrorOf(new AppError(code, error.rawMessage), origin);
     if (origin.requestId) error.metadata.set('x-request-id', origin.requestId);
-    return new ConnectError(code === 'internal' ? INTERNAL_MESSAGE : error.rawMessage, error.code, error.metadata, [{ desc: ServiceErrorSchema, value: detail }]);
+    return new ConnectError(publicMessage(new AppError(code, error.rawMessage)), error.code, error.metadata, [{ desc: ServiceErrorSchema, value: detail }]);
   }
   const appError = toAppError(error);
   if (appError.code === 'internal') onInternal?.(appError.cause ?? appError);
