@@ -1,5 +1,5 @@
 /**
- * Contract fuzzing (SPEC §7 "Reliability"): for every operation of every contracts/openapi/*.yaml,
+ * Contract fuzzing (docs/contracts.md): for every operation of every contracts/openapi/*.yaml,
  * fast-check generates requests from the operation — valid ones from its schemas and invalid ones
  * (wrong types, missing required and unknown properties, huge strings, odd unicode, malformed JSON,
  * wrong content types, random path parameters and query values) — sends them to a live server with

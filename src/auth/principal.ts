@@ -28,7 +28,7 @@ export async function resolvePrincipal(resolvers: readonly PrincipalResolver[], 
 }
 
 /**
- * The one authorization rule of the cloud API (SPEC §5 "Who may call"): admins may do everything,
+ * The one authorization rule of the cloud API (docs/iam.md, "Who may call"): admins may do everything,
  * other users may read; a service account may do everything inside its own project only.
  * `projectId` is the project the resource lives in (its parent).
  */

@@ -1,5 +1,5 @@
 /**
- * `cfs`, the command-line client of the cloud API (SPEC §5): user sign-in, service accounts, keys,
+ * `cfs`, the command-line client of the cloud API (docs/iam.md): user sign-in, service accounts, keys,
  * the JWT → access token exchange, and waiting on operations. It speaks gRPC (h2c or TLS) through
  * connect-node's gRPC transport, with the generated clients, like any client built from the protos.
  */

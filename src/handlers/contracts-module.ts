@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { ROOT } from '../server/paths.js';
+import { loadContractDocuments } from '../http/contract-documents.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { ServerModule } from '../server/module.js';
 import { registerReflection } from './grpc-reflection.js';
@@ -32,58 +32,66 @@ function resource(body: string | Buffer, contentType: string, csp?: string): Res
   return { body: bytes, contentType, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`, csp };
 }
 
+/**
+ * A resource made on its first request: the Swagger UI bundle (~1.5 MB to read and hash) and the
+ * JSON renderings are not needed to be ready, and most servers never serve them.
+ */
+function once(make: () => Resource): () => Resource {
+  let made: Resource | undefined;
+  return () => (made ??= make());
+}
+
 function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
 /**
- * The contracts, served by the server that implements them (SPEC §6): every OpenAPI document as
+ * The contracts, served by the server that implements them (docs/contracts.md): every OpenAPI document as
  * YAML and JSON (`/openapi/<name>.yaml|json`, listed at `/openapi`), the GraphQL SDL
  * (`/graphql/schema.graphql`, and `/graphql/<name>.graphql` per file), an API reference page at
  * `/docs` (Swagger UI from the swagger-ui-dist npm package, no CDN, strict CSP), and gRPC server
  * reflection for every RPC service on the server.
  */
 export function contractsModule(): ServerModule {
-  const resources = new Map<string, Resource>();
+  const resources = new Map<string, () => Resource>();
+  const set = (path: string, made: Resource) => resources.set(path, () => made);
   const documents: PublishedDocument[] = [];
-  const openapiDir = join(ROOT, 'contracts/openapi');
-  for (const file of readdirSync(openapiDir).filter((name) => name.endsWith('.yaml')).sort()) {
-    const name = file.replace(/\.yaml$/, '');
-    const text = readFileSync(join(openapiDir, file), 'utf8');
-    const parsed = parseYaml(text) as { info?: { title?: string; version?: string } };
-    documents.push({ name, title: parsed.info?.title ?? name, version: parsed.info?.version ?? '', yaml: `/openapi/${name}.yaml`, json: `/openapi/${name}.json` });
-    resources.set(`/openapi/${name}.yaml`, resource(text, 'application/yaml; charset=utf-8'));
-    resources.set(`/openapi/${name}.json`, resource(`${JSON.stringify(parsed, null, 2)}\n`, 'application/json; charset=utf-8'));
+  // The same parsed documents the REST engines serve (read once per process, contract-documents.ts).
+  for (const { name, text, document } of loadContractDocuments()) {
+    const { info } = document as { info?: { title?: string; version?: string } };
+    documents.push({ name, title: info?.title ?? name, version: info?.version ?? '', yaml: `/openapi/${name}.yaml`, json: `/openapi/${name}.json` });
+    set(`/openapi/${name}.yaml`, resource(text, 'application/yaml; charset=utf-8'));
+    resources.set(`/openapi/${name}.json`, once(() => resource(`${JSON.stringify(document, null, 2)}\n`, 'application/json; charset=utf-8')));
   }
-  resources.set('/openapi', resource(`${JSON.stringify({ documents }, null, 2)}\n`, 'application/json; charset=utf-8'));
+  set('/openapi', resource(`${JSON.stringify({ documents }, null, 2)}\n`, 'application/json; charset=utf-8'));
 
   const graphqlDir = join(ROOT, 'contracts/graphql');
   const schemas = existsSync(graphqlDir) ? readdirSync(graphqlDir).filter((name) => name.endsWith('.graphql')).sort() : [];
   for (const [position, file] of schemas.entries()) {
-    const sdl = resource(readFileSync(join(graphqlDir, file)), 'text/plain; charset=utf-8');
+    const sdl = once(() => resource(readFileSync(join(graphqlDir, file)), 'text/plain; charset=utf-8'));
     resources.set(`/graphql/${file}`, sdl);
-    // The one schema of `/graphql` (SPEC §0 has a single SDL file); the first one if more ever appear.
+    // The one schema of `/graphql` (contracts/graphql holds a single SDL file); the first one if more ever appear.
     if (position === 0) resources.set('/graphql/schema.graphql', sdl);
   }
 
-  const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const swaggerUiDir = () => dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   for (const [file, type] of [
     ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
     ['swagger-ui-standalone-preset.js', 'text/javascript; charset=utf-8'],
     ['swagger-ui.css', 'text/css; charset=utf-8'],
     ['favicon-32x32.png', 'image/png'],
   ] as const) {
-    resources.set(`/docs/assets/${file}`, resource(readFileSync(join(swaggerUi, file)), type));
+    resources.set(`/docs/assets/${file}`, once(() => resource(readFileSync(join(swaggerUiDir(), file)), type)));
   }
   const urls = documents.map((document) => ({ url: document.json, name: `${document.title} (${document.name})` }));
-  resources.set(
+  set(
     '/docs/assets/docs.js',
     resource(
       `window.addEventListener('load', function () {\n  window.ui = SwaggerUIBundle({\n    urls: ${JSON.stringify(urls)},\n    dom_id: '#swagger-ui',\n    deepLinking: true,\n    validatorUrl: null,\n    // "Try it out" calls the server that serves this page, whatever the documents' servers say.\n    requestInterceptor: function (request) {\n      var url = new URL(request.url, window.location.href);\n      request.url = window.location.origin + url.pathname + url.search;\n      return request;\n    },\n    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],\n    layout: 'StandaloneLayout'\n  });\n});\n`,
       'text/javascript; charset=utf-8',
     ),
   );
-  resources.set('/docs/assets/docs.css', resource('.contracts-nav { font: 14px sans-serif; padding: 8px 16px; background: #f4f4f4; border-bottom: 1px solid #ddd; }\n.contracts-nav a { margin-right: 12px; }\n', 'text/css; charset=utf-8'));
+  set('/docs/assets/docs.css', resource('.contracts-nav { font: 14px sans-serif; padding: 8px 16px; background: #f4f4f4; border-bottom: 1px solid #ddd; }\n.contracts-nav a { margin-right: 12px; }\n', 'text/css; charset=utf-8'));
   const links = [
     ...documents.flatMap((document) => [`<a href="${document.yaml}">${escapeHtml(document.name)}.yaml</a>`, `<a href="${document.json}">${escapeHtml(document.name)}.json</a>`]),
     ...schemas.map((file) => `<a href="/graphql/${escapeHtml(file)}">${escapeHtml(file)} (GraphQL SDL)</a>`),
@@ -106,10 +114,10 @@ export function contractsModule(): ServerModule {
 </body>
 </html>
 `;
-  resources.set('/docs', resource(page, 'text/html; charset=utf-8', DOCS_CSP));
+  set('/docs', resource(page, 'text/html; charset=utf-8', DOCS_CSP));
 
   const serve = (req: NodeRequest, res: NodeResponse, path: string): string => {
-    const found = resources.get(path === '/docs/' ? '/docs' : path);
+    const found = resources.get(path === '/docs/' ? '/docs' : path)?.();
     if (!found) {
       res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ statusCode: 404, message: 'Not Found', error: 'Not Found' }));

@@ -35,7 +35,7 @@ export const DEFAULT_SETTINGS: Settings = {
 };
 
 /**
- * Every rule of the User Account API (SPEC §2): who may see and change which account, first-run
+ * Every rule of the User Account API (docs/users-api.md): who may see and change which account, first-run
  * bootstrap, the last-admin guard, password changes and sign-in throttling.
  */
 export class UserService {

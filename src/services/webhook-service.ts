@@ -13,7 +13,7 @@ type CreateRouteRequest = components['schemas']['CreateRouteRequest'];
 type Route = components['schemas']['Route'];
 type Inspection = components['schemas']['Inspection'];
 
-/** Routes live at most 30 days (SPEC §4). */
+/** Routes live at most 30 days (docs/webhooks.md, contracts/openapi/webhooks.yaml). */
 export const MAX_TTL_SECONDS = 30 * 24 * 3600;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;

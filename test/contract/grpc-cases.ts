@@ -1,6 +1,6 @@
 /**
  * The gRPC contract cases, keyed by `/<package.Service>/<Method>`: for every RPC the server serves,
- * a success case and its documented error cases (SPEC §5 "Errors"). scripts/grpc-client-contract.ts
+ * a success case and its documented error cases (docs/cloud-api.md, "Read error details"). scripts/grpc-client-contract.ts
  * runs them with @grpc/grpc-js and fails when the server serves an RPC that has no entry here.
  *
  * Each case's call returns the response (or must fail with `want`); the runner checks every response

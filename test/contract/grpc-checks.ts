@@ -1,6 +1,6 @@
 /**
  * What every gRPC answer of the server must look like, checked generically over protobuf-es
- * reflection: responses (OUTPUT_ONLY messages present, ids well-formed, Operations shaped per SPEC §5,
+ * reflection: responses (OUTPUT_ONLY messages present, ids well-formed, Operations shaped per contracts/proto/cloud/common/v1,
  * no secret in `Operation.request`) and errors (a google.rpc.Status whose details hold a
  * cloud.common.v1.ServiceError of the kind the code promises).
  */
@@ -18,7 +18,7 @@ export const ID_PATTERN = /^[a-z][a-z0-9]*-[A-Za-z0-9_-]+$/;
 
 export type StatusName = keyof typeof grpc.status;
 
-/** The ServiceError detail each gRPC code promises (SPEC §5 "Errors"); undefined = no detail kind. */
+/** The ServiceError detail each gRPC code promises (docs/cloud-api.md, "Read error details"); undefined = no detail kind. */
 export const DETAIL_OF_CODE: Partial<Record<StatusName, Array<string | undefined>>> = {
   INVALID_ARGUMENT: ['badRequest'],
   NOT_FOUND: ['resourceNotFound'],
@@ -74,7 +74,7 @@ function walk(r: ReflectMessage, path: string, problems: string[], registry: Reg
   }
 }
 
-/** SPEC §5: id, description, created_at, created_by, request, resource_id always; finished_at iff status. */
+/** contracts/proto/cloud/common/v1/operation.proto: id, description, created_at, created_by, request, resource_id always; finished_at iff status. */
 function operationProblems(operation: Operation, path: string, problems: string[], registry: Registry): void {
   if (!/^operation-[A-Za-z0-9_-]+$/.test(operation.id)) problems.push(`${path}.id: ${JSON.stringify(operation.id)} is not operation-<opaque>`);
   if (operation.description === '') problems.push(`${path}.description: empty`);

@@ -114,7 +114,7 @@ const cases: [string, { given: Given; want: Want }][] = [
   ['an absent optional scalar without a mask is kept', { given: { request: { ...ID, spec: {} } }, want: { changed: {} } }],
   ['an absent optional scalar named in the mask is cleared (unset, not 0)', { given: { request: { ...ID, spec: {} }, mask: 'spec.restart_priority' }, want: { changed: { 'spec.restartPriority': undefined } } }],
   ['an optional scalar present and named is written', { given: { request: { ...ID, spec: { restartPriority: 0 } }, mask: 'spec.restart_priority' }, want: { changed: { 'spec.restartPriority': 0 } } }],
-  // Nested messages (seed rule 7).
+  // Nested messages (docs/cloud-api.md: naming `a.b` while `a` is absent resets `a`).
   ['naming a structure absent from the request resets it entirely', { given: { request: { ...ID, spec: {} }, mask: 'spec.resources' }, want: { changed: { 'spec.resources': undefined } } }],
   ['naming a field of a structure absent from the request resets the whole structure', { given: { request: { ...ID, spec: {} }, mask: 'spec.resources.platform' }, want: { changed: { 'spec.resources': undefined } } }],
   ['naming a field of a structure present but empty resets only that field', { given: { request: { ...ID, spec: { resources: {} } }, mask: 'spec.resources.platform' }, want: { changed: { 'spec.resources.platform': undefined } } }],
@@ -124,7 +124,7 @@ const cases: [string, { given: Given; want: Want }][] = [
   ['naming a bool of a present structure resets it', { given: { request: { ...ID, spec: { bootDisk: { diskId: 'disk-1' } } }, mask: 'spec.boot_disk.read_only' }, want: { changed: { 'spec.bootDisk.readOnly': undefined } } }],
   ['a structure stored empty is created from the request', { given: { storedSpec: { bootDisk: null }, request: { ...ID, spec: { bootDisk: { diskId: 'disk-9' } } } }, want: { changed: { 'spec.bootDisk': { diskId: 'disk-9' } } } }],
   ['a group names fields of several structures', { given: { request: { ...ID, spec: { resources: {}, bootDisk: {} } }, mask: 'spec.(resources.preset,boot_disk.device_id)' }, want: { changed: { 'spec.resources.preset': undefined, 'spec.bootDisk.deviceId': undefined } } }],
-  // Lists of messages (seed rule 4).
+  // Lists of messages: patched over the common prefix.
   ['a shorter list truncates and patches the common prefix', { given: { request: { ...ID, spec: { secondaryDisks: [{ deviceId: 'd0' }] } } }, want: { changed: { 'spec.secondaryDisks': [{ deviceId: 'd0', diskId: 'disk-a', readOnly: true }] } } }],
   ['a longer list extends with elements taken from the request', { given: { request: { ...ID, spec: { secondaryDisks: [{}, {}, {}, { deviceId: 'd3', diskId: 'disk-d' }] } } }, want: { changed: { 'spec.secondaryDisks': [{ deviceId: 'd0', diskId: 'disk-a', readOnly: true }, { deviceId: 'd1', diskId: 'disk-b' }, { deviceId: 'd2', diskId: 'disk-c', readOnly: true }, { deviceId: 'd3', diskId: 'disk-d' }] } } }],
   ['elements of a list of the same length are patched one by one', { given: { request: { ...ID, spec: { secondaryDisks: [{ diskId: 'disk-x' }, {}, { deviceId: 'e2' }] } } }, want: { changed: { 'spec.secondaryDisks.0': { deviceId: 'd0', diskId: 'disk-x', readOnly: true }, 'spec.secondaryDisks.2': { deviceId: 'e2', diskId: 'disk-c', readOnly: true } } } }],
@@ -144,7 +144,7 @@ const cases: [string, { given: Given; want: Want }][] = [
   ['an empty scalar list without a mask is kept', { given: { request: { ...ID, spec: { sshKeys: [] } } }, want: { changed: {} } }],
   ['an empty scalar list named in the mask is cleared', { given: { request: { ...ID, spec: {} }, mask: 'spec.ssh_keys' }, want: { changed: { 'spec.sshKeys': undefined } } }],
   ['a longer scalar list replaces the stored one whatever the mask', { given: { request: { ...ID, spec: { sshKeys: ['k1', 'k2', 'k3'] } }, mask: 'spec.ssh_keys.0' }, want: { changed: { 'spec.sshKeys': ['k1', 'k2', 'k3'] } } }],
-  // Maps of messages (seed rule 5) and of scalars.
+  // Maps of messages (patched per key) and of scalars.
   ['a map entry present in both is patched and absent entries are removed', { given: { request: { ...ID, spec: { ports: { http: { port: 8080 } } } } }, want: { changed: { 'spec.ports': { http: { port: 8080, protocol: 'PROTOCOL_TCP' } } } } }],
   ['a new map key is added from the request', { given: { request: { ...ID, spec: { ports: { ...ALL_PORTS_EMPTY, ssh: { port: 22 } } } } }, want: { changed: { 'spec.ports.ssh': { port: 22 } } } }],
   ['naming a field under a map key resets it in that entry', { given: { request: { ...ID, spec: { ports: ALL_PORTS_EMPTY } }, mask: 'spec.ports.http.protocol' }, want: { changed: { 'spec.ports.http': { port: 80 } } } }],

@@ -211,7 +211,7 @@ describe('parseResetMask + printResetMask beyond the reference table', () => {
   const roundTrips: [string, { given: string; want: string }][] = [
     ['a list index is a plain key', { given: 'd.e.12', want: 'd.e.12' }],
     ['a group applies the rest to each alternative', { given: 'f.(j.h,i.j).k', want: 'f.(i.j.k,j.h.k)' }],
-    ['the seed example as a whole prints sorted', { given: 'a,b.c,d.e.12,f.(j.h,i.j).k,l.*.m', want: 'a,b.c,d.e.12,f.(i.j.k,j.h.k),l.*.m' }],
+    ['a mask using every form prints sorted', { given: 'a,b.c,d.e.12,f.(j.h,i.j).k,l.*.m', want: 'a,b.c,d.e.12,f.(i.j.k,j.h.k),l.*.m' }],
     ['naming a parent and its child keeps the child', { given: 'a,a.b', want: 'a.b' }],
     ['groups nest', { given: 'a.(b.(c,d),e).f', want: 'a.(b.(c.f,d.f),e.f)' }],
     ['a group may open the element', { given: '(a,b).c', want: 'a.c,b.c' }],

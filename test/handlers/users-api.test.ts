@@ -256,7 +256,7 @@ describe('DELETE /api/users/{id}', () => {
   });
 });
 
-describe('malformed requests answer the seed error shape', () => {
+describe('malformed requests answer the documented error shape', () => {
   test.each([
     ['malformed JSON', { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } }, 'body'],
     ['a body that is not JSON', { rawBody: 'name=x&password=y', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 'body'],

@@ -41,7 +41,7 @@ describe('POST /api/auth', () => {
     ['a wrong password', { name: 'bob', password: 'not-bobs-password' }],
     ['an unknown name', { name: 'nobody', password: 'bob-password' }],
     ['an empty password', { name: 'bob', password: '' }],
-  ])('with %s answers exactly the seed 401 body', async (_case, body) => {
+  ])('with %s answers exactly the documented 401 body', async (_case, body) => {
     const response = await call(server, 'POST', '/api/auth', { body });
     expect(response.status).toBe(401);
     expect(response.body).toEqual(UNAUTHORIZED);
@@ -82,7 +82,7 @@ describe('bearer tokens', () => {
     ['a valid token under another scheme', () => `Token ${admin.token}`],
   ];
 
-  test.each(cases)('%s → 401 with the seed body', async (_case, authorization) => {
+  test.each(cases)('%s → 401 with the documented body', async (_case, authorization) => {
     const value = await authorization();
     const response = await call(server, 'GET', '/api/users', { headers: value === undefined ? {} : { authorization: value } });
     expect(response.status).toBe(401);

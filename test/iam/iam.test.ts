@@ -87,7 +87,7 @@ describe('projects', () => {
     expect(operation.requestHeaders['x-resetmask']?.values).toEqual(['spec.description']);
     const { message } = await cloud.grpc.call(P.get, { id }, { token: cloud.admin.token });
     expect(message.metadata).toMatchObject({ name: 'renamed', resourceVersion: 3n });
-    // `spec.description` named while `spec` is absent resets `spec` entirely (seed rule 7).
+    // `spec.description` named while `spec` is absent resets `spec` entirely (docs/cloud-api.md, "Update with a reset mask").
     expect(message.spec?.description ?? '').toBe('');
     const stale = await expectGrpcError(cloud.grpc.call(P.update, { metadata: { id, resourceVersion: 2n } }, { token: cloud.admin.token }));
     expect(stale.code).toBe(Code.ABORTED);
@@ -271,7 +271,7 @@ describe('token exchange and profiles', () => {
   test('an inactive or deleted account can neither exchange nor use the tokens it already has', async () => {
     const key = await createServiceAccountWithKey(cloud.grpc, cloud.admin.token, projectB, 'doomed');
     const token = await accessTokenOf(cloud.grpc, key);
-    // No RPC deactivates an account (SPEC §5); the service's operator switch does.
+    // No RPC deactivates an account (contracts/proto/cloud/iam/v1); the service's operator switch does.
     const { ServiceAccountService: Accounts } = await import('../../src/services/iam/service-account-service.js');
     const { Operations } = await import('../../src/engines/operations/index.js');
     const accounts = new Accounts(cloud.server.app.db.knex, new Operations(cloud.server.app.db.knex), async () => true);

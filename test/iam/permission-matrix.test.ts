@@ -12,7 +12,7 @@ import { startCloudServer, waitForOperation, type CloudServer } from '../cloud/f
 import { accessTokenOf, createProject, createServiceAccountWithKey, exchangeRequest, jwtOf, type ServiceAccountKey } from './support.js';
 
 /**
- * Every RPC of every cloud service × every kind of caller (SPEC §5 "Who may call"), enforced by the
+ * Every RPC of every cloud service × every kind of caller (docs/iam.md, "Who may call"), enforced by the
  * one `authorize` rule. "own" is a service account of project A acting in A; "other" is a service
  * account of project B acting on A's resources.
  */

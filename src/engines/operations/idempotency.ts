@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { IdempotencyRepository, type IdempotencyScope } from '../../store/repositories/idempotency-repository.js';
 
-/** The seed's key alphabet; 16 characters at least so keys are not guessed or reused by accident. */
+/** The key alphabet of docs/cloud-api.md ("Retry safely"); 16 characters at least so keys are not guessed or reused by accident. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9-]{16,128}$/;
 
 export interface IdempotencyOptions {

@@ -36,7 +36,7 @@ function redactInPlace(message: ReflectMessage): void {
 
 /**
  * A copy of `message` with every `sensitive` and `credentials` field cleared, at any depth, so
- * secrets never reach `Operation.request`, logs or the database (SPEC §5). Generic over any message.
+ * secrets never reach `Operation.request`, logs or the database (docs/cloud-api.md). Generic over any message.
  */
 export function redactSecrets<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): MessageShape<Desc> {
   const copy = clone(schema, message);

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { OperationRepository } from '../../store/repositories/operation-repository.js';
 import { IdempotencyRepository } from '../../store/repositories/idempotency-repository.js';
 
-/** Idempotency keys are answered for at least this long (SPEC §5: ≥ 24 h). */
+/** Idempotency keys are answered for at least this long (docs/cloud-api.md: 24 h). */
 export const IDEMPOTENCY_KEY_RETENTION_SECONDS = 24 * 3600;
 
 export interface OperationSweeperOptions {

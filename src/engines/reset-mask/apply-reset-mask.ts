@@ -167,7 +167,7 @@ function patchMessage(
   }
 }
 
-/** Lists of messages are patched over the common prefix; others are replaced (the seed's rule 4). */
+/** Lists of messages are patched over the common prefix; others are replaced (as the Go SDK's PatchWithResetMask does). */
 function patchList(
   field: DescField & { fieldKind: 'list' },
   data: ReflectMessage,
@@ -194,7 +194,7 @@ function patchList(
   data.set(field, next);
 }
 
-/** Maps of messages are patched per key, absent keys removed, new keys added (the seed's rule 5). */
+/** Maps of messages are patched per key, absent keys removed, new keys added (as the Go SDK's PatchWithResetMask does). */
 function patchMap(
   field: DescField & { fieldKind: 'map' },
   data: ReflectMessage,
@@ -221,7 +221,7 @@ function patchMap(
 
 /**
  * Computes the resource an Update stores: the stored message patched by the request under the
- * reset mask (SPEC §5, the Go SDK's PatchWithResetMask), generic over any message type. Neither
+ * reset mask (docs/cloud-api.md, the Go SDK's PatchWithResetMask), generic over any message type. Neither
  * input is modified; unknown fields of the stored message are kept; OUTPUT_ONLY fields keep their
  * stored value. Throws ImmutableFieldError when an IMMUTABLE or IDENTIFIER field would change.
  */

@@ -4,7 +4,7 @@ import { mergeResetMasks, type ResetMask } from './reset-mask.js';
 
 /**
  * Parses every `X-ResetMask` header value and merges them, because HTTP and gRPC allow a header
- * to repeat (or be comma-joined by a proxy) and the seed merges them. Absent → the empty mask.
+ * to repeat (or be comma-joined by a proxy) and the Go SDK merges them. Absent → the empty mask.
  */
 export function resetMaskFromHeaderValues(values: string | readonly string[] | null | undefined): ResetMask {
   if (values === null || values === undefined) return mergeResetMasks();

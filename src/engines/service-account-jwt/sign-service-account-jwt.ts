@@ -1,7 +1,7 @@
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { JWT_ALGORITHM } from './verify-service-account-jwt.js';
 
-/** The default lifetime of a JWT made for one exchange (the seed's example: 5 minutes). */
+/** The default lifetime of a JWT made for one exchange (5 minutes, as in docs/iam.md's curl example). */
 export const DEFAULT_JWT_TTL_SECONDS = 300;
 
 /**

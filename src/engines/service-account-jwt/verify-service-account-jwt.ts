@@ -4,7 +4,7 @@ import { canonicalJwsProblem } from './canonical-jws.js';
 
 /** The one algorithm a service-account JWT may use; the header's `alg` must name exactly it. */
 export const JWT_ALGORITHM = 'RS256';
-/** How far ahead `exp` may lie (SPEC §5: at most 1 h). */
+/** How far ahead `exp` may lie (docs/iam.md: at most 1 h). */
 export const MAX_JWT_LIFETIME_SECONDS = 3600;
 /**
  * Tolerated clock difference between the signer and this server, in seconds: `exp` may be this much
@@ -62,7 +62,7 @@ function decodeClaims(jwt: string): JWTPayload {
   }
 }
 
-/** jose's refusal, in the words of the SPEC §5 table (the tests and logs match on them). */
+/** jose's refusal, in the words docs/iam.md lists (the tests and logs match on them). */
 function rejection(error: unknown): JwtRejectedError {
   if (error instanceof errors.JWSSignatureVerificationFailed) return new JwtRejectedError('bad signature');
   if (error instanceof errors.JWTExpired) return new JwtRejectedError('the JWT has expired');
@@ -75,7 +75,7 @@ function rejection(error: unknown): JwtRejectedError {
 }
 
 /**
- * Validates a service account's self-signed JWT (SPEC §5 "Service-account JWT") and returns the
+ * Validates a service account's self-signed JWT (docs/iam.md, "The service-account JWT") and returns the
  * account it proves. Every check must pass: compact JWS with header `alg` exactly RS256 (none, HS*,
  * ES*, PS* refused before any crypto) and a `kid`; claims `iss` = `sub` (the account id), `exp`
  * present, not past and at most 1 h ahead, `iat` present and not in the future (both with
@@ -111,7 +111,7 @@ export async function verifyServiceAccountJwt(jwt: string, lookup: JwtLookup, no
   }
   if (publicKey.asymmetricKeyType !== 'rsa') throw new JwtRejectedError('the stored key is not an RSA key');
   // jose checks the signature, then iss = sub = the key's account, exp/iat present and numbers, exp
-  // not past and nbf not ahead (both with the skew); the SPEC's own limits on exp and iat follow.
+  // not past and nbf not ahead (both with the skew); this API's own limits on exp and iat (docs/iam.md) follow.
   let claims: JWTPayload;
   try {
     ({ payload: claims } = await jwtVerify(jwt, publicKey, {

@@ -5,7 +5,7 @@ import type { CapturedRecord } from './capture-request.js';
 export type CapturedRequestView = components['schemas']['CapturedRequest'];
 
 /**
- * The JSON view of a stored capture (SPEC §4): body as base64 always, as text when it is valid
+ * The JSON view of a stored capture (contracts/openapi/webhooks.yaml): body as base64 always, as text when it is valid
  * UTF-8, parsed as JSON when it is JSON and complete, parsed as a form for urlencoded bodies.
  * Derived when read rather than stored, so capture stays cheap and the rules can improve later.
  */

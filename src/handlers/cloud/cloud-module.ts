@@ -48,16 +48,16 @@ export interface CloudModule extends ServerModule {
 }
 
 /**
- * The cloud API (SPEC §5): OperationService and compute InstanceService over gRPC, gRPC-Web and
+ * The cloud API (docs/cloud-api.md): OperationService and compute InstanceService over gRPC, gRPC-Web and
  * Connect, every call through one interceptor chain — errors (outermost), endpoints (API_DOMAIN),
  * auth, idempotency — and the operation worker and sweeper running in the background.
  */
 export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): CloudModule {
   const { config, db, logger } = ctx;
   const handlers: Record<string, WorkHandler> = {};
-  let worker: OperationWorker | undefined;
-  const operations = new Operations(db.knex, () => worker?.wake());
-  worker = new OperationWorker({
+  // Starting an operation wakes the worker built just below (never called before it exists).
+  const operations = new Operations(db.knex, () => worker.wake());
+  const worker = new OperationWorker({
     knex: db.knex,
     handlers,
     workMs: config.computeWorkMs,

@@ -40,7 +40,7 @@ export function endpointOfHost(url: string, apiDomain: string | undefined): stri
 }
 
 /**
- * Virtual hosts (SPEC §5 Endpoints): on `<name>.<API_DOMAIN>` only services whose
+ * Virtual hosts (docs/cloud-api.md, "Endpoints"): on `<name>.<API_DOMAIN>` only services whose
  * `api_service_name` is `<name>` (and "*" ones, which then see only that endpoint's operations)
  * answer; others → UNIMPLEMENTED, as a server without the service would answer. Hosts outside the
  * API domain (localhost, an IP) reach every service.
@@ -83,7 +83,7 @@ export function createAuthInterceptor(options: {
   };
 }
 
-/** Mutating methods are exactly those that return an Operation (SPEC §5). */
+/** Mutating methods are exactly those that return an Operation (contracts/proto/cloud). */
 export function isMutatingMethod(output: DescMessage): boolean {
   return output.typeName === OperationSchema.typeName;
 }

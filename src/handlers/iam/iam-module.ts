@@ -33,7 +33,7 @@ export interface IamModule extends ServerModule {
 }
 
 /**
- * IAM (SPEC §5): projects, service accounts, their keys, profiles and the token exchange (gRPC and
+ * IAM (docs/iam.md): projects, service accounts, their keys, profiles and the token exchange (gRPC and
  * `POST /oauth2/token/exchange`). Makes the tenant and the `default` project at first start. The
  * gRPC services run inside the cloud module (same interceptors, operations and errors).
  */

@@ -26,7 +26,7 @@ function refuse(res: NodeResponse, code: TokenExchangeErrorCode, description: st
 }
 
 /**
- * `POST /oauth2/token/exchange` (SPEC §5 HTTP token exchange): an RFC 8693 form in, the access
+ * `POST /oauth2/token/exchange` (docs/iam.md, "With curl (HTTP exchange)"): an RFC 8693 form in, the access
  * token JSON out, RFC 6749 error bodies. The rules are the TokenExchange service's, shared with gRPC.
  */
 export async function handleTokenExchange(exchange: TokenExchange, req: NodeRequest, res: NodeResponse): Promise<string> {

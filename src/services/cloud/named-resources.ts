@@ -81,7 +81,7 @@ export interface Mutation<T> {
 }
 
 /**
- * The rules every named cloud resource shares (SPEC §5 request shapes): ids `<kind>-<opaque>`, names
+ * The rules every named cloud resource shares (contracts/proto/cloud, docs/cloud-api.md): ids `<kind>-<opaque>`, names
  * unique per parent (ALREADY_EXISTS), keyset paging, `resource_version` bumped on every change and
  * checked on Update, Update as full replace under the reset mask, and every mutation recorded as an
  * Operation in the same transaction as the change.
@@ -175,7 +175,7 @@ export class NamedResources<T extends NamedResource> {
   }
 
   /**
-   * Replaces the resource under the reset mask (SPEC §5 Update); `transition` then sets what the
+   * Replaces the resource under the reset mask (docs/cloud-api.md, "Update with a reset mask"); `transition` then sets what the
    * update starts (an instance goes UPDATING while its work runs).
    */
   update(
@@ -312,6 +312,7 @@ export function requiredViolations(fields: Record<string, string>): Violation[] 
 
 export function nameViolations(field: string, name: string): Violation[] {
   if (name.length > NAME_MAX) return [{ field, message: `must be at most ${NAME_MAX} characters` }];
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
   if (/[\u0000-\u001f]/.test(name)) return [{ field, message: 'must not contain control characters' }];
   return [];
 }

@@ -3,7 +3,7 @@ import { AppError } from '../../errors.js';
 import { applyResetMask, ImmutableFieldError, type ResetMask } from '../../engines/reset-mask/index.js';
 
 /**
- * The Update rule every resource service shares (SPEC §5): `metadata.resource_version` 0 skips the
+ * The Update rule every resource service shares (docs/cloud-api.md, "Update with a reset mask"): `metadata.resource_version` 0 skips the
  * check, another value that differs from the stored one → ABORTED with a resource_conflict detail;
  * then the request replaces the stored resource under the reset mask (OUTPUT_ONLY fields kept, a
  * changed IMMUTABLE field → INVALID_ARGUMENT naming it). Generic over any `{metadata, spec, status}`.

@@ -48,7 +48,7 @@ const WORK = {
 } as const;
 
 /**
- * Every rule of compute instances (SPEC §5): validation, uniqueness, quota, one operation at a
+ * Every rule of compute instances (docs/cloud-api.md): validation, uniqueness, quota, one operation at a
  * time per instance, `resource_version` checks, Update as full replace under the reset mask (the
  * rules all named resources share, in NamedResources), and the state transitions their
  * background work completes.
@@ -113,7 +113,7 @@ export class InstanceService {
   }
 
   /**
-   * Replaces the instance with the request under the reset mask (SPEC §5): `resource_version` 0
+   * Replaces the instance with the request under the reset mask (docs/cloud-api.md, "Update with a reset mask"): `resource_version` 0
    * skips the version check, another stale value → ABORTED; an IMMUTABLE change → INVALID_ARGUMENT.
    */
   update(principal: Principal, request: UpdateInstanceRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {

@@ -6,7 +6,7 @@ import type { UserService } from '../user-service.js';
 import type { ServiceAccountService } from './service-account-service.js';
 
 /**
- * ProfileService (SPEC §5): who the server takes the caller for. A user gets `user_profile` (id
+ * ProfileService (docs/iam.md): who the server takes the caller for. A user gets `user_profile` (id
  * `useraccount-<user id>`, attributes `name` and `is_admin`; no federation in this server), a
  * service account its own resource, and a call without a token `anonymous_profile`.
  */

@@ -28,7 +28,7 @@ export const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
 export const DEFAULT_PROJECT_NAME = 'default';
 
 /**
- * Projects (SPEC §5 IAM): children of the installation's one tenant, made at first start together
+ * Projects (docs/iam.md): children of the installation's one tenant, made at first start together
  * with a project named `default`. A project is its own read scope (a service account may read its
  * project) while creating, changing and deleting projects acts on the tenant (admins only).
  */

@@ -77,7 +77,7 @@ export function parsePublicKeyPem(data: string, field = 'spec.data'): ParsedPubl
 }
 
 /**
- * Service-account public keys (SPEC §5 AuthPublicKeyService): uploaded (PEM) or generated (RSA
+ * Service-account public keys (cloud.iam.v1.AuthPublicKeyService, docs/iam.md): uploaded (PEM) or generated (RSA
  * 2048, the private key returned once and never stored), activated, deactivated, deleted. A key
  * lives in its account's project and follows that project's access rules. The token exchange reads
  * keys through `findForExchange`.

@@ -19,7 +19,7 @@ import type { Page } from '../cloud/paging.js';
 import type { RecordedHeaders } from '../../engines/operations/index.js';
 
 /**
- * Service accounts (SPEC §5 IAM): non-human identities living in a project. Everything about one
+ * Service accounts (docs/iam.md): non-human identities living in a project. Everything about one
  * is decided by its project: a service account of that project may read, create, change and
  * delete accounts there (itself included), and nothing elsewhere.
  */
@@ -52,7 +52,7 @@ export class ServiceAccountService {
   }
 
   /**
-   * Turns an account on or off. No RPC does this in this version (SPEC §5 gives ServiceAccount no
+   * Turns an account on or off. No RPC does this in this version (contracts/proto/cloud/iam/v1 gives ServiceAccount no
    * Activate/Deactivate); it is the operator's switch and the tests' way to make an inactive account.
    */
   async setActive(id: string, active: boolean): Promise<void> {

@@ -39,7 +39,7 @@ export interface TokenExchangeResult {
 }
 
 /**
- * The token exchange (SPEC §5): a service account's self-signed JWT in, an access token of the one
+ * The token exchange (docs/iam.md): a service account's self-signed JWT in, an access token of the one
  * TokenService (audience `service-account`, `IAM_TOKEN_TTL`) out. gRPC and HTTP call this same code.
  */
 export class TokenExchange {

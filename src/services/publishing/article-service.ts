@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { ArticleRepository, type ArticleContent, type ArticleRow } from '../../store/repositories/publishing/article-repository.js';
 import { TopicRepository } from '../../store/repositories/publishing/topic-repository.js';
-import { InputCheck, isAuthor, isEditor, isSuperuser, iso, pageOf, requireCaller, requireRole, type PublishingCaller } from './rules.js';
+import { InputCheck, isAuthor, isEditor, isSuperuser, iso, pageOf, requireRole, type PublishingCaller } from './rules.js';
 import type { Article, ArticleInput, ArticleList } from './types.js';
 
 /** Filters of an article list; all optional (status defaults to published). */
@@ -18,7 +18,7 @@ const MAX_TAGS = 20;
 const MAX_FILES = 20;
 
 /**
- * Every article rule of SPEC §3, for REST and GraphQL alike: who writes, edits, deletes and
+ * Every article rule of docs/publishing.md, for REST and GraphQL alike: who writes, edits, deletes and
  * publishes; the draft → published transition (deleted is final and hidden); who sees drafts;
  * public lists of published articles with filters and full-text search.
  */

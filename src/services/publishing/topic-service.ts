@@ -4,7 +4,7 @@ import { TopicRepository, type TopicRow } from '../../store/repositories/publish
 import { InputCheck, isSuperuser, iso, onUniqueViolation, pageOf, requireRole, type PublishingCaller } from './rules.js';
 import type { Topic, TopicInput, TopicList } from './types.js';
 
-/** Topics (SPEC §3): public to read, created by superusers, titles unique regardless of case. */
+/** Topics (docs/publishing.md): public to read, created by superusers, titles unique regardless of case. */
 export class TopicService {
   private readonly topics: TopicRepository;
 

@@ -8,7 +8,7 @@ import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
 import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInThrottleOptions } from '../sign-in-throttle.js';
 
 /**
- * Publishing users (SPEC §3): sign-in and tokens of audience `publishing`, creation by superusers,
+ * Publishing users (docs/publishing.md): sign-in and tokens of audience `publishing`, creation by superusers,
  * and who sees whom — writers are public, readers only to superusers and themselves, an email only
  * to its owner and superusers. Passwords are argon2id hashes and never leave this service.
  */
