@@ -57,9 +57,12 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
   let stopping = false;
   let failed = false;
 
+  let everListened = false;
+
   const fork = (): void => {
     const worker = cluster.fork({ MIGRATE: 'false' });
     started.set(worker, Date.now());
+    worker.once('listening', () => (everListened = true));
     worker.once('exit', (code, signal) => onExit(worker, code, signal));
   };
 
@@ -69,6 +72,13 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
     if (stopping) {
       if (code !== 0) failed = true;
       if (started.size === 0) finish();
+      return;
+    }
+    if (!everListened) {
+      // No worker ever came up: a setting is wrong (the worker printed which), and restarting would
+      // only repeat it. The deployment fails as a single process would.
+      failed = true;
+      stop('a worker failed to start');
       return;
     }
     // Exponential backoff while workers die young (a bad deploy, a database refusing logins), so a
@@ -90,21 +100,20 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
   for (let index = 0; index < options.workers; index++) fork();
   logger.info({ workers: options.workers }, 'primary started its workers');
 
-  return {
-    stop(reason) {
-      if (stopping) return;
-      stopping = true;
-      logger.info({ reason, workers: started.size }, 'stopping the workers');
-      if (started.size === 0) return finish();
-      // The signal itself, not worker.kill(): that disconnects the IPC channel first, and the worker's
-      // own SIGTERM handler is the graceful shutdown (in-flight requests finish, the store closes).
-      for (const worker of started.keys()) worker.process.kill('SIGTERM');
-      // A worker stuck past its grace (plus time to close the store) is killed, and the exit is 1.
-      forceTimer = setTimeout(() => {
-        logger.error({ workers: started.size }, 'workers still running after the grace; killing them');
-        failed = true;
-        for (const worker of started.keys()) worker.process.kill('SIGKILL');
-      }, options.shutdownGraceMs + 5000);
-    },
-  };
+  function stop(reason: string): void {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason, workers: started.size }, 'stopping the workers');
+    if (started.size === 0) return finish();
+    // The signal itself, not worker.kill(): that disconnects the IPC channel first, and the worker's
+    // own SIGTERM handler is the graceful shutdown (in-flight requests finish, the store closes).
+    for (const worker of started.keys()) worker.process.kill('SIGTERM');
+    // A worker stuck past its grace (plus time to close the store) is killed, and the exit is 1.
+    forceTimer = setTimeout(() => {
+      logger.error({ workers: started.size }, 'workers still running after the grace; killing them');
+      failed = true;
+      for (const worker of started.keys()) worker.process.kill('SIGKILL');
+    }, options.shutdownGraceMs + 5000);
+  }
+  return { stop };
 }

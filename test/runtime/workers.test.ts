@@ -2,6 +2,7 @@ import { jest } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { get } from 'node:http';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { buildServer, spawnServer, watch, type CompiledServer } from './compiled-server.js';
 
@@ -110,6 +111,25 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
       expect(errors()).toBe('');
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+
+  it('when no worker can start (PORT taken), the primary stops instead of restarting them, exit 1', async () => {
+    const taken = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const address = taken.address();
+    if (typeof address !== 'object' || address === null) throw new Error('no port');
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    try {
+      const child = spawnServer(server.main, { WORKERS: '2', DATABASE_URL: url.toString(), PORT: String(address.port) });
+      const { errors, exited } = watch(child);
+      expect(await exited).toBe(1);
+      // Each worker that got as far as binding says why, in the single-process words.
+      expect(errors()).toMatch(new RegExp(`^cannot start: PORT ${address.port}`, 'm'));
+    } finally {
+      taken.close();
     }
   });
 });
