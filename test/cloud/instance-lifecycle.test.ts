@@ -7,7 +7,9 @@ import { createInstance, PROJECT, startCloudServer, waitForOperation, type Cloud
 
 let cloud: CloudServer;
 beforeAll(async () => {
-  cloud = await startCloudServer();
+  // The tests read the transitional states (STOPPING, STARTING, DELETING, UPDATING) right after a
+  // mutation returns: the simulated work must outlast one Get even on a loaded machine.
+  cloud = await startCloudServer({ COMPUTE_WORK_MS: '800' });
 });
 afterAll(() => cloud.close());
 
