@@ -1,13 +1,11 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { readFileSync } from 'node:fs';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import openApiSchemaValidator from 'openapi-schema-validator';
-import { parse as parseYaml } from 'yaml';
 import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
 import { readBody, refusalHeaders } from './body.js';
+import { loadContractDocument } from './contract-documents.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -124,23 +122,6 @@ export class ContractRefusal extends AppError {
   }
 }
 
-let metaSchema: InstanceType<typeof openApiSchemaValidator.default> | undefined;
-
-/**
- * openapi-backend's strict `validateDefinition`, with the OpenAPI 3 meta-schema compiled once per
- * process rather than once per document (it was a tenth of the start-up time).
- */
-function assertValidOpenApi(document: Document, path: string): void {
-  metaSchema ??= new openApiSchemaValidator.default({ version: 3 });
-  const { errors } = metaSchema.validate(document as Parameters<typeof metaSchema.validate>[0]);
-  if (errors.length > 0) throw new Error(`${path} is not valid OpenAPI: ${JSON.stringify(errors, null, 2)}`);
-}
-
-/** Loads a YAML OpenAPI document from disk. */
-export function loadContract(path: string): Document {
-  return parseYaml(readFileSync(path, 'utf8')) as Document;
-}
-
 /**
  * Serves one OpenAPI document straight over node:http with openapi-backend (strict): its router
  * matches the operation, the contract's security requirements are checked, its ajv validators check
@@ -152,9 +133,12 @@ export function loadContract(path: string): Document {
 export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   const limit = options.bodyLimitBytes ?? 1024 * 1024;
   const api = new OpenAPIBackend({
-    definition: loadContract(options.contractPath),
+    // Read once per process (shared with the contracts module) and validated against the OpenAPI 3
+    // meta-schema unless the build already did that for this very text (contract-documents.ts).
+    definition: loadContractDocument(options.contractPath).document,
     strict: true,
-    // Quick mode only defers compiling validators; the document is still validated below.
+    // Quick mode skips openapi-backend's own document validation (done by the loader above) and
+    // defers compiling validators.
     quick: true,
     coerceTypes: true,
     ajvOpts: { allErrors: true, strict: false },
@@ -163,12 +147,10 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       return ajv;
     },
   });
+  // Validators compile on first use of their operation (a few ms once): compiling all of them up
+  // front was most of the server's start-up time, and every operation's validators are exercised by
+  // the contract tests.
   await api.init();
-  // Strict start: refuse an invalid document. Validators compile on first use of their operation
-  // (a few ms once): compiling all of them up front was most of the server's start-up time, and
-  // every operation's validators are exercised by the contract tests.
-  await api.loadDocument();
-  assertValidOpenApi(api.document, options.contractPath);
   // Strict mode refuses a handler whose operationId the document does not have.
   const handlers = new Map<string, (call: RestCall) => Promise<RestReply> | RestReply>();
   for (const [operationId, handler] of Object.entries(options.handlers)) {
