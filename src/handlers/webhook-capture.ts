@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines/webhook-capture/index.js';
 import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
-import type { RouteRow } from '../store/repositories/webhook-repository.js';
-import type { WebhookService } from '../services/webhook-service.js';
+import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
 import { AppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';
 
@@ -21,7 +20,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
   return async function handleCapture(req: NodeRequest, res: NodeResponse, requestId: string, routeId: string): Promise<string> {
     const receivedAt = new Date();
     let route: RouteRow | null;
-    const found = webhooks.routes.lookup(routeId.toLowerCase());
+    const found = webhooks.routeForCapture(routeId);
     try {
       route = found instanceof Promise ? await found : found;
     } catch (error) {

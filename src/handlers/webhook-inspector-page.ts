@@ -3,9 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
 import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
-import type { LiveFeed } from '../services/webhook-live-feed.js';
-import type { WebhookService } from '../services/webhook-service.js';
-import type { StoredCapture } from '../store/repositories/webhook-repository.js';
+import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
 import { baseUrlOf } from './webhooks.js';
 import type { Config } from '../config.js';
@@ -42,7 +40,7 @@ const STREAM_HEADERS = {
 };
 
 /** The browser side of the inspector: `GET /inspect`, the HTML page, its assets and the event stream. */
-export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, config: Config) {
+export function createInspectorPages(webhooks: WebhookService, config: Config) {
   const assets = new Map(
     Object.entries(ASSETS).map(([path, asset]) => [path, { body: readFileSync(new URL(`./webhook-inspector-assets/${asset.file}`, import.meta.url)), type: asset.type }]),
   );
@@ -72,7 +70,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
 
     /** The HTML page of one route; the script fills it from the JSON API and the event stream. */
     async page(routeId: string, res: NodeResponse): Promise<void> {
-      const route = await webhooks.repository.findLiveRoute(routeId.toLowerCase());
+      const route = await webhooks.findLiveRoute(routeId);
       if (!route) {
         write(res, 404, { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, Buffer.from(shell('Route not found', '<main><h1>Route not found</h1><p>This route does not exist or has expired. <a href="/inspect">Create a new one</a>.</p></main>')));
         return;
@@ -90,7 +88,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
 
     /** `GET /inspect/<id>/stream`: Server-Sent Events, one `data:` line of capture JSON per capture. */
     async stream(routeId: string, req: NodeRequest, res: NodeResponse): Promise<void> {
-      const route = await webhooks.repository.findLiveRoute(routeId.toLowerCase());
+      const route = await webhooks.findLiveRoute(routeId);
       if (!route) {
         writeProblem(res, new AppError('not_found', 'No such route (it may have expired).'));
         return;
@@ -122,7 +120,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
         streams.delete(end);
         if (out.headersSent && !res.writableEnded) res.end();
       };
-      const unsubscribe = feed.subscribe(route.id, {
+      const unsubscribe = webhooks.subscribe(route.id, {
         onCapture: (capture) => (backlog ? backlog.push(capture) : send(capture)),
         onRouteGone: end,
         cursor: () => cursor,
@@ -139,7 +137,7 @@ export function createInspectorPages(webhooks: WebhookService, feed: LiveFeed, c
           replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT);
           cursor = lastEventId;
         } else {
-          cursor = await webhooks.repository.lastSeq(route.id);
+          cursor = await webhooks.lastSeq(route.id);
         }
       } catch (error) {
         end();

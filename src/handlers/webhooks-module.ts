@@ -1,10 +1,7 @@
 import { ROOT } from '../server/paths.js';
 import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
 import type { ModuleContext, ServerModule } from '../server/module.js';
-import { WebhookService } from '../services/webhook-service.js';
-import { LiveFeed } from '../services/webhook-live-feed.js';
-import { WebhookSweeper } from '../services/webhook-sweeper.js';
-import { WEBHOOK_CHANNEL } from '../store/repositories/webhook-repository.js';
+import { WebhookService } from '../services/webhooks/webhook-service.js';
 import { renderProblemDetails } from '../http/problem-details.js';
 import { webhookApiHandlers } from './webhooks.js';
 import { CAPTURE_PATH, createCaptureHandler } from './webhook-capture.js';
@@ -18,18 +15,11 @@ const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
  * for speed and byte fidelity; the JSON operations go through the contract engine; the HTML page,
  * its assets, `GET /inspect` and the event stream are served here directly.
  */
-export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService; sweeper: WebhookSweeper }> {
+export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService }> {
   const { config, db } = ctx;
-  const webhooks = new WebhookService(db.knex, config, (error) => ctx.onError(error, 'webhook-writer'));
+  const webhooks = new WebhookService(db.knex, config, (error, worker) => ctx.onError(error, worker));
   const metrics = ctx.metrics;
-  if (metrics) webhooks.writer.observeBatches((size) => metrics.observeCaptureBatch(size));
-  const feed = new LiveFeed({
-    load: (routeId, seqs) => webhooks.repository.capturesBySeq(routeId, seqs),
-    loadAfter: async (routeId, afterSeq, limit) => ((await webhooks.repository.findLiveRoute(routeId)) ? webhooks.capturesAfter(routeId, afterSeq, limit) : null),
-    onRouteGone: (routeId) => webhooks.routes.invalidate(routeId),
-    onError: (error) => ctx.onError(error, 'webhook-feed'),
-  });
-  const sweeper = new WebhookSweeper(webhooks.repository, config.webhookSweepIntervalSeconds * 1000, (error) => ctx.onError(error, 'webhook-sweeper'));
+  if (metrics) webhooks.observeCaptureBatches((size) => metrics.observeCaptureBatch(size));
   const api = restrictCaptureOperations(
     await createRestApi({
       contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
@@ -41,8 +31,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     }),
   );
   const capture = createCaptureHandler(webhooks, config.webhookMaxBody, ctx.onError);
-  const pages = createInspectorPages(webhooks, feed, config);
-  let unlisten: (() => Promise<void>) | undefined;
+  const pages = createInspectorPages(webhooks, config);
 
   async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
     const url = req.url ?? '/';
@@ -73,7 +62,6 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
   return {
     name: 'webhooks',
     webhooks,
-    sweeper,
     http: {
       matches: (path) => CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
       handle,
@@ -83,24 +71,13 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     },
     restApis: { webhooks: api },
     async start() {
-      unlisten = await db.listen(WEBHOOK_CHANNEL, (payload) => feed.notify(payload), {
-        // Deletions and captures announced while the LISTEN connection was down were missed.
-        onReconnect: () => {
-          ctx.logger.warn({ channel: WEBHOOK_CHANNEL }, 'database listener reconnected; catching up');
-          webhooks.routes.clear();
-          feed.resync();
-        },
-      });
-      sweeper.start();
+      await webhooks.start(db, (channel) => ctx.logger.warn({ channel }, 'database listener reconnected; catching up'));
     },
     drain() {
       pages.closeStreams();
     },
     async stop() {
-      feed.closeAll();
-      await sweeper.stop();
-      await webhooks.writer.stop();
-      await unlisten?.();
+      await webhooks.stop();
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
 import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
-import type { WebhookService } from '../services/webhook-service.js';
+import type { WebhookService } from '../services/webhooks/webhook-service.js';
 
 
 /** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the request's own scheme and Host. */

@@ -1,9 +1,9 @@
 import { startServer, type TestServer } from '../support/app.js';
 import { loadConfig } from '../../src/config.js';
-import { RouteCache } from '../../src/services/webhook-route-cache.js';
+import { RouteCache } from '../../src/services/webhooks/route-cache.js';
 import { clientKey } from '../../src/services/client-address.js';
-import { RouteCreationLimit } from '../../src/services/webhook-route-limit.js';
-import { WebhookService } from '../../src/services/webhook-service.js';
+import { RouteCreationLimit } from '../../src/services/webhooks/route-limit.js';
+import { WebhookService } from '../../src/services/webhooks/webhook-service.js';
 import type { RouteRow } from '../../src/store/repositories/webhook-repository.js';
 import { createRoute, rawRequest } from '../webhooks/support.js';
 
@@ -94,9 +94,9 @@ describe('the route cache is bounded by bytes', () => {
     for (let i = 0; i < 20; i++) {
       await service.createRoute({ ttlSeconds: 60, response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) } }, 'http://x', '192.0.2.9');
     }
-    expect(service.routes.heldBytes).toBeLessThanOrEqual(256 * 1024);
-    expect(service.routes.heldBytes).toBeGreaterThan(100 * 1024);
-    await service.writer.stop();
+    expect(service.routeCacheBytes).toBeLessThanOrEqual(256 * 1024);
+    expect(service.routeCacheBytes).toBeGreaterThan(100 * 1024);
+    await service.stop();
   });
 });
 

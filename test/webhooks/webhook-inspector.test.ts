@@ -213,7 +213,7 @@ describe('inspection', () => {
     expect((await rawRequest(`${server.url}/${routeId}`, 'POST', [], 'too late')).status).toBe(404);
     expect((await server.request('GET', `/inspect/${routeId}`, { headers: { accept: 'application/json' } })).status).toBe(404);
     const { WebhookRepository } = await import('../../src/store/repositories/webhook-repository.js');
-    const { WebhookSweeper } = await import('../../src/services/webhook-sweeper.js');
+    const { WebhookSweeper } = await import('../../src/services/webhooks/sweeper.js');
     const swept = await new WebhookSweeper(new WebhookRepository(server.app.db.knex), 60_000).sweepOnce();
     expect(swept).toBeGreaterThanOrEqual(1);
     expect(await server.app.db.knex('webhook_routes').where({ id: routeId }).first()).toBeUndefined();

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { CapturedRecord, HeaderLine } from '../../engines/webhook-capture/index.js';
+import { capturedEventSql, encodeWebhookEvent, WEBHOOK_CHANNEL } from './webhook-events.js';
 
 /** What a route answers to senders; null fields mean the default answer. */
 export interface RouteResponseConfig {
@@ -25,9 +26,6 @@ export interface BatchResult {
   liveRoutes: Set<string>;
   stored: Array<{ id: string; routeId: string; seq: number }>;
 }
-
-/** The NOTIFY channel that tells every server process about new captures and deleted routes. */
-export const WEBHOOK_CHANNEL = 'webhook_events';
 
 const CAPTURE_COLUMNS = ['id', 'route_id', 'seq', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'size', 'truncated', 'body', 'remote_address', 'http_version'] as const;
 
@@ -86,7 +84,7 @@ export class WebhookRepository {
   async deleteRoute(id: string, trx: Knex = this.knex): Promise<boolean> {
     // `returning` because knex-pglite answers a bare delete with the driver result, not a count.
     const deleted = await trx('webhook_routes').where({ id }).delete().returning('id');
-    if (deleted.length > 0) await trx.raw('SELECT pg_notify(?, ?)', [WEBHOOK_CHANNEL, `d ${id}`]);
+    if (deleted.length > 0) await trx.raw('SELECT pg_notify(?, ?)', [WEBHOOK_CHANNEL, encodeWebhookEvent({ kind: 'route_gone', routeId: id })]);
     return deleted.length > 0;
   }
 
@@ -135,7 +133,7 @@ export class WebhookRepository {
        ), counted AS (
          UPDATE webhook_routes r SET request_count = r.request_count + added.n FROM added WHERE r.id = added.route_id RETURNING r.id, r.request_count
        ), notified AS (
-         SELECT pg_notify(?, 'c ' || route_id || ' ' || seqs) FROM added
+         SELECT pg_notify(?, ${capturedEventSql('route_id', 'seqs')}) FROM added
        )
        SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
        FROM ins JOIN counted ON counted.id = ins.route_id`,
@@ -219,7 +217,7 @@ export class WebhookRepository {
       const ids = rowsOf<{ id: string }>(claimed).map((row) => row.id);
       if (ids.length === 0) return [];
       await trx('webhook_routes').whereIn('id', ids).delete();
-      await trx.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [WEBHOOK_CHANNEL, arrayLiteral(ids.map((id) => `d ${id}`))]);
+      await trx.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [WEBHOOK_CHANNEL, arrayLiteral(ids.map((id) => encodeWebhookEvent({ kind: 'route_gone', routeId: id })))]);
       return ids;
     });
   }

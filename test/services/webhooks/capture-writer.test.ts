@@ -1,7 +1,7 @@
-import { CaptureWriter } from '../../src/services/webhook-capture-writer.js';
-import { RouteCache } from '../../src/services/webhook-route-cache.js';
-import type { CapturedRecord } from '../../src/engines/webhook-capture/index.js';
-import type { BatchResult, RouteRow } from '../../src/store/repositories/webhook-repository.js';
+import { CaptureWriter } from '../../../src/services/webhooks/capture-writer.js';
+import { RouteCache } from '../../../src/services/webhooks/route-cache.js';
+import type { CapturedRecord } from '../../../src/engines/webhook-capture/index.js';
+import type { BatchResult, RouteRow } from '../../../src/store/repositories/webhook-repository.js';
 
 function record(id: string, routeId = 'live'): CapturedRecord {
   return { id, routeId, receivedAt: new Date(), method: 'POST', path: '/', query: '', headers: [], contentType: null, size: 0, truncated: false, body: Buffer.alloc(0), remoteAddress: '', httpVersion: '1.1' };

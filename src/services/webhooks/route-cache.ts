@@ -1,4 +1,4 @@
-import type { RouteRow } from '../store/repositories/webhook-repository.js';
+import type { RouteRow } from '../../store/repositories/webhook-repository.js';
 
 interface Entry {
   route: RouteRow | null;

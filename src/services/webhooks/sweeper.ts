@@ -1,4 +1,4 @@
-import type { WebhookRepository } from '../store/repositories/webhook-repository.js';
+import type { WebhookRepository } from '../../store/repositories/webhook-repository.js';
 
 /**
  * Deletes expired routes and their captures every `intervalMs`. Each process runs one; routes are

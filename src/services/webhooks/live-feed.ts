@@ -1,4 +1,5 @@
-import type { StoredCapture } from '../store/repositories/webhook-repository.js';
+import type { WebhookEvent } from '../../store/repositories/webhook-events.js';
+import type { StoredCapture } from '../../store/repositories/webhook-repository.js';
 
 /** One open event stream of one route. */
 export interface FeedSubscriber {
@@ -26,10 +27,9 @@ export interface LiveFeedOptions {
 
 /**
  * Fans captures out to the event streams open on this process. Every process LISTENs on one
- * channel; the capture transaction NOTIFYs `c <routeId> <seq,seq,…>` and route deletion
- * `d <routeId>`, so a capture on any process reaches streams on all of them. Payloads carry ids
- * only (NOTIFY is limited to 8000 bytes): a process loads the rows once per notification, and only
- * for routes someone here is watching.
+ * channel; the capture transaction and route deletion NOTIFY it (store/repositories/webhook-events.ts),
+ * so a capture on any process reaches streams on all of them. Events carry ids only: a process
+ * loads the rows once per notification, and only for routes someone here is watching.
  */
 export class LiveFeed {
   private readonly subscribers = new Map<string, Set<FeedSubscriber>>();
@@ -57,16 +57,15 @@ export class LiveFeed {
     this.subscribers.clear();
   }
 
-  /** Handles one NOTIFY payload. */
-  notify(payload: string): void {
-    const [kind, routeId, list] = payload.split(' ');
-    if (!routeId) return;
-    if (kind === 'd') {
+  /** Handles one event NOTIFYed on the channel. */
+  notify(event: WebhookEvent): void {
+    const { routeId } = event;
+    if (event.kind === 'route_gone') {
       this.routeGone(routeId);
       return;
     }
-    if (kind !== 'c' || !list || !this.subscribers.has(routeId)) return;
-    const seqs = list.split(',').map(Number).filter(Number.isSafeInteger);
+    if (!this.subscribers.has(routeId)) return;
+    const { seqs } = event;
     this.enqueue(routeId, async () => {
       for (const capture of await this.options.load(routeId, seqs)) {
         for (const subscriber of this.subscribers.get(routeId) ?? []) subscriber.onCapture(capture);

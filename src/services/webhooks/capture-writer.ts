@@ -1,5 +1,5 @@
-import type { CapturedRecord } from '../engines/webhook-capture/index.js';
-import type { BatchResult } from '../store/repositories/webhook-repository.js';
+import type { CapturedRecord } from '../../engines/webhook-capture/index.js';
+import type { BatchResult } from '../../store/repositories/webhook-repository.js';
 
 /** What happened to one capture: stored (committed), or its route was gone at commit time. */
 export type CaptureOutcome = 'stored' | 'route_gone';

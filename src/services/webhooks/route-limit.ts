@@ -1,5 +1,5 @@
-import { AppError } from '../errors.js';
-import { clientKey } from './client-address.js';
+import { AppError } from '../../errors.js';
+import { clientKey } from '../client-address.js';
 
 export interface RouteCreationLimitOptions {
   /** Routes one client may create per window. */

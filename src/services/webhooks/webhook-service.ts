@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { components } from '../../generated/openapi/webhooks.js';
-import type { Config } from '../config.js';
-import { AppError, type Violation } from '../errors.js';
-import { describeCapturedRequest, type CapturedRecord, type CapturedRequestView } from '../engines/webhook-capture/index.js';
-import { WebhookRepository, type RouteResponseConfig, type RouteRow, type StoredCapture } from '../store/repositories/webhook-repository.js';
-import { CaptureWriter, type CaptureOutcome } from './webhook-capture-writer.js';
-import { RouteCache } from './webhook-route-cache.js';
-import { RouteCreationLimit } from './webhook-route-limit.js';
+import type { components } from '../../../generated/openapi/webhooks.js';
+import type { Config } from '../../config.js';
+import { AppError, type Violation } from '../../errors.js';
+import { describeCapturedRequest, type CapturedRecord, type CapturedRequestView } from '../../engines/webhook-capture/index.js';
+import type { Database } from '../../store/database.js';
+import { decodeWebhookEvent, WEBHOOK_CHANNEL } from '../../store/repositories/webhook-events.js';
+import { WebhookRepository, type RouteResponseConfig, type RouteRow, type StoredCapture } from '../../store/repositories/webhook-repository.js';
+import { CaptureWriter, type CaptureOutcome } from './capture-writer.js';
+import { LiveFeed, type FeedSubscriber } from './live-feed.js';
+import { RouteCache } from './route-cache.js';
+import { RouteCreationLimit } from './route-limit.js';
+import { WebhookSweeper } from './sweeper.js';
+
+export type { CaptureOutcome, FeedSubscriber, RouteRow, StoredCapture };
+/** Where a background failure happened, for the log. */
+export type WebhookWorker = 'webhook-writer' | 'webhook-feed' | 'webhook-sweeper';
 
 type CreateRouteRequest = components['schemas']['CreateRouteRequest'];
 type Route = components['schemas']['Route'];
@@ -37,18 +45,22 @@ const ROUTE_CONTENT_TYPE = /^(application\/(json|[a-z0-9.+-]+\+json|xml|x-www-fo
 
 /**
  * Rules of the webhook inspector: route lifetime and sender responses, capture (through the route
- * cache and the group-commit writer), inspection with cursor pages, and deletion.
+ * cache and the group-commit writer), inspection with cursor pages, live streams (the feed every
+ * process fills from NOTIFY), deletion and the sweeping of expired routes.
  */
 export class WebhookService {
-  readonly repository: WebhookRepository;
-  readonly routes: RouteCache;
-  readonly writer: CaptureWriter;
+  private readonly repository: WebhookRepository;
+  private readonly routes: RouteCache;
+  private readonly writer: CaptureWriter;
+  private readonly feed: LiveFeed;
+  private readonly sweeper: WebhookSweeper;
   private readonly creations: RouteCreationLimit;
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     knex: Knex,
     private readonly config: Config,
-    onError: (error: unknown) => void = () => undefined,
+    onError: (error: unknown, worker: WebhookWorker) => void = () => undefined,
   ) {
     this.repository = new WebhookRepository(knex);
     this.routes = new RouteCache((id) => this.repository.findLiveRoute(id), undefined, undefined, undefined, config.webhookRouteCacheBytes);
@@ -60,8 +72,57 @@ export class WebhookService {
       // One batch at a time, on PostgreSQL too: measured, overlapping batches only queue on the route
       // row's lock and shrink the batches (bench/webhook-capture.ts: 6.6k/s with 1, 3.5k/s with 2).
       maxInFlight: 1,
-      onError,
+      onError: (error) => onError(error, 'webhook-writer'),
     });
+    this.feed = new LiveFeed({
+      load: (routeId, seqs) => this.repository.capturesBySeq(routeId, seqs),
+      loadAfter: async (routeId, afterSeq, limit) => ((await this.repository.findLiveRoute(routeId)) ? this.repository.capturesAfter(routeId, afterSeq, limit) : null),
+      onRouteGone: (routeId) => this.routes.invalidate(routeId),
+      onError: (error) => onError(error, 'webhook-feed'),
+    });
+    this.sweeper = new WebhookSweeper(this.repository, config.webhookSweepIntervalSeconds * 1000, (error) => onError(error, 'webhook-sweeper'));
+  }
+
+  /**
+   * Starts the background work: LISTEN for the captures and deletions of every process (the live
+   * streams and the route cache follow them) and the sweeper. `onReconnect` is told when the
+   * LISTEN connection came back and the missed events are being caught up.
+   */
+  async start(db: Pick<Database, 'listen'>, onReconnect?: (channel: string) => void): Promise<void> {
+    this.unlisten = await db.listen(
+      WEBHOOK_CHANNEL,
+      (payload) => {
+        const event = decodeWebhookEvent(payload);
+        if (event) this.feed.notify(event);
+      },
+      {
+        // Deletions and captures announced while the LISTEN connection was down were missed.
+        onReconnect: () => {
+          onReconnect?.(WEBHOOK_CHANNEL);
+          this.routes.clear();
+          this.feed.resync();
+        },
+      },
+    );
+    this.sweeper.start();
+  }
+
+  /** Ends the live streams, then the sweeper, the pending captures' commit and the LISTEN. */
+  async stop(): Promise<void> {
+    this.feed.closeAll();
+    await this.sweeper.stop();
+    await this.writer.stop();
+    await this.unlisten?.();
+  }
+
+  /** Estimated bytes the route cache holds (bounded by WEBHOOK_ROUTE_CACHE_BYTES). */
+  get routeCacheBytes(): number {
+    return this.routes.heldBytes;
+  }
+
+  /** Tells `observer` the size of each group commit (metrics). */
+  observeCaptureBatches(observer: (size: number) => void): void {
+    this.writer.observeBatches(observer);
   }
 
   /**
@@ -94,11 +155,27 @@ export class WebhookService {
     };
   }
 
-  /** The live route (from the cache when fresh), or a not_found error. */
-  async liveRoute(routeId: string): Promise<RouteRow> {
-    const route = await this.routes.lookup(routeId.toLowerCase());
-    if (!route) throw new AppError('not_found', 'No such route (it may have expired).');
-    return route;
+  /**
+   * The live route a sender is capturing on, or null: from the route cache, synchronously when its
+   * entry is fresh (the common case under load), so a capture costs no query for the route.
+   */
+  routeForCapture(routeId: string): RouteRow | null | Promise<RouteRow | null> {
+    return this.routes.lookup(routeId.toLowerCase());
+  }
+
+  /** The live route read from the database (never the cache: a page must not show a deleted route). */
+  findLiveRoute(routeId: string): Promise<RouteRow | undefined> {
+    return this.repository.findLiveRoute(routeId.toLowerCase());
+  }
+
+  /** Follows a route's captures as they are committed on any process; answers how to stop. */
+  subscribe(routeId: string, subscriber: FeedSubscriber): () => void {
+    return this.feed.subscribe(routeId, subscriber);
+  }
+
+  /** The highest sequence number stored for a route (0 without captures): where a live stream starts. */
+  lastSeq(routeId: string): Promise<number> {
+    return this.repository.lastSeq(routeId);
   }
 
   /** Stores a capture; resolves once it is committed. */
