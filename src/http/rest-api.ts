@@ -1,6 +1,6 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
+import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
@@ -257,7 +257,7 @@ export function withoutUnknownParameters(query: string, declared: Set<string> | 
     .split('&')
     .filter((pair) => {
       const raw = (pair.split('=', 1)[0] ?? '').replace(/\+/g, ' ');
-      let name = raw;
+      let name: string;
       try {
         name = decodeURIComponent(raw);
       } catch {
