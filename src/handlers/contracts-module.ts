@@ -9,7 +9,7 @@ import type { ServerModule } from '../server/module.js';
 import { registerReflection } from './grpc-reflection.js';
 
 /** No inline script or style, nothing from another origin: the reference page runs on assets served here. */
-export const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 interface Resource {
   body: Buffer;

@@ -20,7 +20,7 @@ export interface HealthOptions {
  * outlives its timeout counts as down, and no new one starts until it has returned: against a
  * black-holed server each probe would hold a pooled connection until the statement timeout.
  */
-export class DatabaseProbe {
+class DatabaseProbe {
   private last: { at: number; ok: boolean } | undefined;
   private asking: Promise<boolean> | undefined;
   private outstanding = false;

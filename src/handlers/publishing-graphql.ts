@@ -35,7 +35,7 @@ export function publishingGraphqlContext(caller: PublishingCaller, services: Pub
 }
 
 /** Resolvers typed from the SDL; each one calls the same service as its REST handler. */
-export const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
+const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
   Query: {
     articles: (_root, { filters, limit, offset }, { caller, services }) => services.articles.list(caller, filters ?? {}, limit, offset),
     article: (_root, { id }, { caller, services }) => orNull(services.articles.get(caller, id)),

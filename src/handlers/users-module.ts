@@ -10,7 +10,7 @@ import { serverInfoService } from './server-info.js';
  * 1,400,000 characters (users.yaml `ProfilePicture`, an image of ~1 MiB), and a picture somewhat
  * over that still reaches the contract, which names the field (400), instead of a bare 413.
  */
-export const USERS_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
+const USERS_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
 
 /** The User Account API (`/api`, contracts/openapi/users.yaml) and the ServerInfo RPC. */
 export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { users: UserService }> {

@@ -91,7 +91,7 @@ function readCapped(req: NodeRequest, limit: number): Promise<BodyBytes | undefi
  * server's origin, so it must never run as a page here (no script, no plugins, its own opaque
  * origin) nor be sniffed into another type.
  */
-export const ROUTE_RESPONSE_GUARD_HEADERS = { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff' } as const;
+const ROUTE_RESPONSE_GUARD_HEADERS = { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff' } as const;
 
 function reply(res: NodeResponse, method: string | undefined, answer: RestReply): void {
   if (res.headersSent || res.destroyed) return;

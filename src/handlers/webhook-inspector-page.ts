@@ -12,7 +12,7 @@ import type { Config } from '../config.js';
  * No inline script or style, no third-party origin: the page's own script and stylesheet come from
  * `/inspect-assets/`, and captured content is only ever inserted as text.
  */
-export const INSPECTOR_CSP =
+const INSPECTOR_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const PAGE_HEADERS = {

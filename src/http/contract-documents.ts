@@ -25,7 +25,7 @@ export interface ContractDocument {
  * to the compiled code (`dist/prebuilt/openapi/`). Under tsx or jest this resolves to a directory that
  * does not exist, so the sources are always parsed and validated there.
  */
-export const PREBUILT_DIR = fileURLToPath(new URL('../../prebuilt/openapi/', import.meta.url));
+const PREBUILT_DIR = fileURLToPath(new URL('../../prebuilt/openapi/', import.meta.url));
 
 export interface LoadOptions {
   /** Directory of the build's JSON documents; tests point it elsewhere. */

@@ -4,7 +4,7 @@ import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
-import { readBody, refusalHeaders } from './body.js';
+import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -131,7 +131,7 @@ export class ContractRefusal extends AppError {
  * the profile (docs/architecture.md). Returns the matched route template, for the request log.
  */
 export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
-  const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  const limit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const api = new OpenAPIBackend({
     // Read once per process (shared with the contracts module) and validated against the OpenAPI 3
     // meta-schema unless the build already did that for this very text (contract-documents.ts).
@@ -313,7 +313,7 @@ function onlyPathInvalid(errors: ErrorObject[], operation: Operation): boolean {
 }
 
 /** The dotted path of the first string holding a NUL character, or undefined. */
-export function nulPath(value: unknown, path = ''): string | undefined {
+function nulPath(value: unknown, path = ''): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
   if (value === null || typeof value !== 'object') return undefined;
   for (const [key, item] of Object.entries(value)) {

@@ -5,7 +5,7 @@ import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
  * idempotency key and reset mask, trace context) and those of Connect and gRPC-Web, as
  * @connectrpc/connect's `cors.allowedHeaders` lists them.
  */
-export const CORS_ALLOWED_HEADERS = [
+const CORS_ALLOWED_HEADERS = [
   'authorization', 'content-type', 'x-access-token', 'x-request-id', 'x-idempotency-key', 'x-resetmask',
   'if-match', 'if-none-match', 'traceparent', 'tracestate',
   'connect-protocol-version', 'connect-timeout-ms', 'connect-content-encoding', 'connect-accept-encoding',
@@ -14,12 +14,12 @@ export const CORS_ALLOWED_HEADERS = [
 ];
 
 /** Response headers a browser client may read beyond the safelisted ones: RPC status, errors, paging, tracing. */
-export const CORS_EXPOSED_HEADERS = [
+const CORS_EXPOSED_HEADERS = [
   'grpc-status', 'grpc-message', 'grpc-status-details-bin', 'grpc-encoding', 'connect-content-encoding', 'content-encoding',
   'x-request-id', 'traceparent', 'retry-after', 'location', 'etag', 'link', 'deprecation', 'www-authenticate',
 ];
 
-export const CORS_ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+const CORS_ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 // Chromium caps the preflight cache at 2 h; Firefox at 24 h.
 const MAX_AGE_SECONDS = 7200;

@@ -24,7 +24,7 @@ export interface UserServiceOptions {
   signInWindowSeconds: number;
 }
 
-export const DEFAULT_SETTINGS: Settings = {
+const DEFAULT_SETTINGS: Settings = {
   autoplayTrailers: true,
   language: 'en',
   animationDuration: 300,
@@ -235,7 +235,7 @@ export class UserService {
 }
 
 /** The wire shape of a user; the password hash never leaves the service. */
-export function toUserDto(row: UserRow): UserDto {
+function toUserDto(row: UserRow): UserDto {
   return {
     id: row.id,
     name: row.name,

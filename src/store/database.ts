@@ -5,7 +5,6 @@ import { migrationSource } from './migrations/index.js';
 import { PgListener } from './pg-listener.js';
 import type { Config } from '../config.js';
 
-export type { Knex };
 
 /** Which engine is behind the Knex instance; the SQL is the same, only a few driver quirks differ. */
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -45,7 +44,7 @@ export interface DatabaseOptions {
 }
 
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
-export const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
+const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
 
 // int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
 pg.types.setTypeParser(20, (value: string) => Number(value));

@@ -193,6 +193,6 @@ export class PgListener {
   }
 }
 
-export function quoteIdentifier(name: string): string {
+function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }

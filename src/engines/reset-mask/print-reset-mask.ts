@@ -7,7 +7,7 @@ const PLAIN_KEY = /^[A-Za-z0-9_]+$/;
  * Quotes keys that are not plain identifiers/numbers so map keys with any characters survive,
  * the way the reference Go SDK does (Go's json.Marshal, which also escapes `<`, `>` and `&`).
  */
-export function printResetMaskKey(key: string): string {
+function printResetMaskKey(key: string): string {
   return PLAIN_KEY.test(key) ? key : goJsonQuote(key);
 }
 

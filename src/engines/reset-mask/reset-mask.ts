@@ -20,13 +20,8 @@ export function emptyResetMask(): MutableResetMask {
   return { children: new Map(), wildcard: undefined };
 }
 
-/** True when the mask names nothing, so callers can skip work (and headers) for it. */
-export function isEmptyResetMask(mask: ResetMask | undefined): boolean {
-  return mask === undefined || (mask.children.size === 0 && mask.wildcard === undefined);
-}
-
 /** Deep-copies a mask so merged results never alias (and so never mutate) their inputs. */
-export function copyResetMask(mask: ResetMask): MutableResetMask {
+function copyResetMask(mask: ResetMask): MutableResetMask {
   const out = emptyResetMask();
   for (const [key, child] of mask.children) out.children.set(key, copyResetMask(child));
   if (mask.wildcard !== undefined) out.wildcard = copyResetMask(mask.wildcard);
@@ -34,7 +29,7 @@ export function copyResetMask(mask: ResetMask): MutableResetMask {
 }
 
 /** Merges `from` into `into` in place; used by the parser and by header merging. */
-export function mergeResetMaskInto(into: MutableResetMask, from: ResetMask): void {
+function mergeResetMaskInto(into: MutableResetMask, from: ResetMask): void {
   for (const [key, child] of from.children) {
     const existing = into.children.get(key);
     if (existing === undefined) into.children.set(key, copyResetMask(child));

@@ -2,7 +2,7 @@ import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { JWT_ALGORITHM } from './verify-service-account-jwt.js';
 
 /** The default lifetime of a JWT made for one exchange (5 minutes, as in docs/iam.md's curl example). */
-export const DEFAULT_JWT_TTL_SECONDS = 300;
+const DEFAULT_JWT_TTL_SECONDS = 300;
 
 /**
  * Builds the JWT a service account exchanges for an access token: RS256, header `kid` = the public

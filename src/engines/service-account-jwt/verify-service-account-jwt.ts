@@ -5,7 +5,7 @@ import { canonicalJwsProblem } from './canonical-jws.js';
 /** The one algorithm a service-account JWT may use; the header's `alg` must name exactly it. */
 export const JWT_ALGORITHM = 'RS256';
 /** How far ahead `exp` may lie (docs/iam.md: at most 1 h). */
-export const MAX_JWT_LIFETIME_SECONDS = 3600;
+const MAX_JWT_LIFETIME_SECONDS = 3600;
 /**
  * Tolerated clock difference between the signer and this server, in seconds: `exp` may be this much
  * in the past or this much beyond the 1 h limit, and `iat`/`nbf` this much in the future.

@@ -68,7 +68,7 @@ export function captureWebhookRequest(input: CaptureInput): CapturedRecord {
 }
 
 /** Pairs node's flat raw header list, keeping order, case and duplicates. */
-export function headerLines(rawHeaders: readonly string[]): HeaderLine[] {
+function headerLines(rawHeaders: readonly string[]): HeaderLine[] {
   const lines: HeaderLine[] = [];
   for (let index = 0; index + 1 < rawHeaders.length; index += 2) {
     lines.push([rawHeaders[index]!, rawHeaders[index + 1]!]);

@@ -33,7 +33,7 @@ export function describeCapturedRequest(record: CapturedRecord): CapturedRequest
 }
 
 /** `a=1&a=2&b` → `{a: ['1', '2'], b: ['']}`; a null-prototype object so `__proto__` is just a name. */
-export function parseUrlEncoded(text: string): Record<string, string[]> {
+function parseUrlEncoded(text: string): Record<string, string[]> {
   const result = Object.create(null) as Record<string, string[]>;
   if (text === '') return result;
   for (const [name, value] of new URLSearchParams(text)) {
@@ -43,7 +43,7 @@ export function parseUrlEncoded(text: string): Record<string, string[]> {
 }
 
 /** JSON media types: application/json, text/json and any `+json` suffix type. */
-export function isJsonContentType(contentType: string | null): boolean {
+function isJsonContentType(contentType: string | null): boolean {
   return contentType !== null && /^\s*(application|text)\/([\w.+-]+\+)?json\s*(;|$)/i.test(contentType);
 }
 

@@ -1,2 +1,2 @@
-export { BodyCollector, captureWebhookRequest, headerLines, type BodyBytes, type CaptureInput, type CapturedRecord, type HeaderLine } from './capture-request.js';
-export { describeCapturedRequest, isJsonContentType, parseUrlEncoded, type CapturedRequestView } from './describe-captured-request.js';
+export { BodyCollector, captureWebhookRequest, type BodyBytes, type CaptureInput, type CapturedRecord, type HeaderLine } from './capture-request.js';
+export { describeCapturedRequest, type CapturedRequestView } from './describe-captured-request.js';

@@ -7,7 +7,7 @@ import { StatusSchema, type Status } from '../../../generated/proto/google/rpc/s
 import { AppError, publicMessage, toAppError, type ErrorCode } from '../../errors.js';
 
 /** The one table from domain error codes to gRPC codes for the cloud API. */
-export const GRPC_CODE: Record<ErrorCode, Code> = {
+const GRPC_CODE: Record<ErrorCode, Code> = {
   invalid_argument: Code.InvalidArgument,
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,

@@ -9,7 +9,7 @@ import { endpointKey, principalKey } from './context.js';
 import { apiServiceNameOf, toConnectError } from './errors.js';
 
 /** Services with this `api_service_name` answer on every endpoint (OperationService). */
-export const EVERY_ENDPOINT = '*';
+const EVERY_ENDPOINT = '*';
 
 /**
  * Outermost interceptor: renders every error of a cloud RPC as a ConnectError with a ServiceError
@@ -84,7 +84,7 @@ export function createAuthInterceptor(options: {
 }
 
 /** Mutating methods are exactly those that return an Operation (contracts/proto/cloud). */
-export function isMutatingMethod(output: DescMessage): boolean {
+function isMutatingMethod(output: DescMessage): boolean {
   return output.typeName === OperationSchema.typeName;
 }
 
@@ -148,7 +148,7 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
  * `grpc-status: 0` trailer. Without them a replay had no Content-Type (Connect) or no status (gRPC-Web,
  * gRPC over connect-node), and clients refused it.
  */
-export function replayResponseMetadata(requestHeader: Headers): { header: Headers; trailer: Headers } {
+function replayResponseMetadata(requestHeader: Headers): { header: Headers; trailer: Headers } {
   const header = new Headers({ 'x-idempotent-replay': 'true' });
   const trailer = new Headers();
   const match = /^application\/(grpc-web|grpc|proto|json)(?:\+(proto|json))?\s*(?:;|$)/i.exec(requestHeader.get('content-type') ?? '');

@@ -4,7 +4,7 @@ import { AppError } from '../../errors.js';
 import { TokenExchangeError, type TokenExchange } from '../../services/iam/token-exchange.js';
 
 /** The gRPC code of a refused exchange: a bad JWT is UNAUTHENTICATED, a malformed request INVALID_ARGUMENT. */
-export function exchangeErrorToAppError(error: TokenExchangeError): AppError {
+function exchangeErrorToAppError(error: TokenExchangeError): AppError {
   if (error.code === 'invalid_grant') return new AppError('unauthenticated', error.description);
   const field = /^(\w+)/.exec(error.description)?.[1] ?? '';
   return new AppError('invalid_argument', error.description, { violations: [{ field: error.code === 'unsupported_grant_type' ? 'grant_type' : field, message: error.description }] });

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../../errors.js';
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 1000;
 
 /** 0 → the default; above the maximum → the maximum; negative → INVALID_ARGUMENT. */
 export function pageSize(requested: bigint | number): number {
@@ -20,7 +20,7 @@ function scopeTag(scope: string): string {
  * An opaque keyset cursor: the last row's `seq`, bound to the query it came from (a token of one
  * list does not page another).
  */
-export function encodePageToken(scope: string, seq: number): string {
+function encodePageToken(scope: string, seq: number): string {
   return Buffer.from(`${scopeTag(scope)}:${seq}`).toString('base64url');
 }
 

@@ -29,10 +29,10 @@ import { NamedResources, PROJECT_ID_PATTERN, requireFields, type ParentCheck } f
 import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
-export const COMPUTE_SERVICE = 'compute';
+const COMPUTE_SERVICE = 'compute';
 
 /** Until projects exist as resources, any well-formed `project-<opaque>` id is accepted as a parent. */
-export const wellFormedProjectId: ParentCheck = async (parentId) => PROJECT_ID_PATTERN.test(parentId);
+const wellFormedProjectId: ParentCheck = async (parentId) => PROJECT_ID_PATTERN.test(parentId);
 
 export interface InstanceServiceOptions {
   quotaPerProject: number;

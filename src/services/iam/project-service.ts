@@ -24,8 +24,8 @@ import type { RecordedHeaders } from '../../engines/operations/index.js';
 /** The api_service_name of the IAM resource services: their operations are served on this endpoint. */
 export const IAM_SERVICE = 'cpl.iam';
 
-export const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
-export const DEFAULT_PROJECT_NAME = 'default';
+const TENANT_ID_PATTERN = /^tenant-[A-Za-z0-9]{1,64}$/;
+const DEFAULT_PROJECT_NAME = 'default';
 
 /**
  * Projects (docs/iam.md): children of the installation's one tenant, made at first start together

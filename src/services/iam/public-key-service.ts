@@ -52,7 +52,7 @@ export interface ParsedPublicKey {
  * refused outright, so nobody uploads one by mistake. The fingerprint is `SHA256:` + the base64 of
  * the SHA-256 of the DER SubjectPublicKeyInfo (as OpenSSH prints fingerprints).
  */
-export function parsePublicKeyPem(data: string, field = 'spec.data'): ParsedPublicKey {
+function parsePublicKeyPem(data: string, field = 'spec.data'): ParsedPublicKey {
   const fail = (message: string) => invalid([{ field, message }]);
   if (data.length > PEM_MAX) throw fail(`must be at most ${PEM_MAX} characters`);
   if (/PRIVATE KEY-----/.test(data)) throw fail('is a private key; upload the public key only (and keep the private key secret)');

@@ -5,8 +5,6 @@ import { TopicService } from './topic-service.js';
 import { WriterService } from './writer-service.js';
 import type { SignInThrottleOptions } from '../sign-in-throttle.js';
 
-export { ArticleService, TopicService, WriterService };
-
 /** The one service layer of the Article Publishing API, shared by REST, GraphQL and the CLI. */
 export interface PublishingServices {
   writers: WriterService;

@@ -1,7 +1,6 @@
 import { AppError, type Violation } from '../../errors.js';
 import type { PublishingRole } from '../../store/repositories/publishing/writer-repository.js';
 
-export type { PublishingRole };
 
 /** The signed-in publishing user behind a request: id and role, as stored when the token was checked. */
 export interface PublishingCaller {
@@ -13,8 +12,8 @@ export interface PublishingCaller {
 export const AUTHOR_ROLES: readonly PublishingRole[] = ['writer', 'editor', 'superuser'];
 export const ALL_ROLES: readonly PublishingRole[] = ['superuser', 'editor', 'writer', 'reader'];
 
-export const DEFAULT_LIMIT = 20;
-export const MAX_LIMIT = 100;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
 const MAX_OFFSET = 1_000_000;
 
 /** Whether the caller can author articles (superuser passes every role check). */
@@ -82,7 +81,7 @@ export class InputCheck {
   }
 }
 
-export function invalid(violations: Violation[]): AppError {
+function invalid(violations: Violation[]): AppError {
   return new AppError('invalid_argument', 'The request is invalid.', { violations });
 }
 

@@ -13,7 +13,7 @@ import { RouteCache } from './route-cache.js';
 import { RouteCreationLimit } from './route-limit.js';
 import { WebhookSweeper } from './sweeper.js';
 
-export type { CaptureOutcome, FeedSubscriber, RouteRow, StoredCapture };
+export type { RouteRow, StoredCapture };
 /** Where a background failure happened, for the log. */
 export type WebhookWorker = 'webhook-writer' | 'webhook-feed' | 'webhook-sweeper';
 
@@ -22,7 +22,7 @@ type Route = components['schemas']['Route'];
 type Inspection = components['schemas']['Inspection'];
 
 /** Routes live at most 30 days (docs/webhooks.md, contracts/openapi/webhooks.yaml). */
-export const MAX_TTL_SECONDS = 30 * 24 * 3600;
+const MAX_TTL_SECONDS = 30 * 24 * 3600;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
@@ -33,7 +33,7 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  * the API to other sites. Only headers with no such effect are allowed: these, and `X-*` custom
  * headers except the ones below. Everything else is refused at creation (docs/webhooks.md).
  */
-export const ROUTE_RESPONSE_HEADERS = ['content-type', 'cache-control', 'content-language', 'etag', 'expires', 'last-modified', 'retry-after'] as const;
+const ROUTE_RESPONSE_HEADERS = ['content-type', 'cache-control', 'content-language', 'etag', 'expires', 'last-modified', 'retry-after'] as const;
 /** X- headers a browser or a proxy in front of this server acts on, or that the server sets itself. */
 const DENIED_X_HEADERS = /^x-(content-type-options|frame-options|xss-protection|dns-prefetch-control|permitted-cross-domain-policies|download-options|request-id|forwarded-.*|real-ip|accel-.*|sendfile|lighttpd-send-file)$/;
 /**
