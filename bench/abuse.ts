@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAX_RSS_MB = Number(process.env.BENCH_MAX_RSS_MB ?? 1024);
@@ -33,14 +34,8 @@ const SUPERUSER = { email: 'bench@example.com', password: 'bench-password-1' };
 const scratch = mkdtempSync(join(tmpdir(), 'bench-abuse-'));
 const dataDir = join(scratch, 'data');
 const adminUrl = process.env.DATABASE_URL;
-const dbName = `cfs_bench_abuse_${process.pid}`;
-let databaseUrl: string | undefined;
-if (adminUrl) {
-  await adminQuery(adminUrl, `CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  databaseUrl = url.toString();
-}
+const database = adminUrl ? await scratchDatabase(adminUrl, 'bench_abuse') : undefined;
+const databaseUrl = database?.url;
 
 const env: NodeJS.ProcessEnv = {
   ...process.env,
@@ -166,7 +161,7 @@ try {
 } finally {
   if (server && server.child.exitCode === null) server.child.kill('SIGTERM');
   if (server) await server.exited;
-  if (adminUrl) await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+  await database?.drop().catch(() => undefined);
   rmSync(scratch, { recursive: true, force: true });
 }
 
@@ -369,14 +364,4 @@ async function countCaptures(routeId: string): Promise<number> {
     before = page.next;
   } while (before);
   return total;
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
@@ -110,16 +110,6 @@ function report(name: string, result: Measured, target?: number): boolean {
   return ok;
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 const baseEnv: NodeJS.ProcessEnv = { ...process.env };
 delete baseEnv.DATABASE_URL;
 delete baseEnv.NODE_OPTIONS;
@@ -135,21 +125,15 @@ try {
 }
 
 const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `cfs_bench_memory_${process.pid}`;
-const reachable = await adminQuery(adminUrl, `CREATE DATABASE ${dbName}`).then(
-  () => true,
-  (error: unknown) => {
-    console.log(`postgresql skipped: ${adminUrl} did not answer (${error instanceof Error ? error.message : String(error)}); set DATABASE_URL`);
-    return false;
-  },
-);
-if (reachable) {
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
+const database = await scratchDatabase(adminUrl, 'bench_memory').catch((error: unknown) => {
+  console.log(`postgresql skipped: ${adminUrl} did not answer (${error instanceof Error ? error.message : String(error)}); set DATABASE_URL`);
+  return undefined;
+});
+if (database) {
   try {
-    report('postgresql', await measure({ ...baseEnv, DATABASE_URL: url.toString() }));
+    report('postgresql', await measure({ ...baseEnv, DATABASE_URL: database.url }));
   } finally {
-    await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await database.drop();
   }
 }
 process.exit(allOk ? 0 : 1);

@@ -10,7 +10,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
+import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
@@ -28,14 +28,11 @@ if (!existsSync(MAIN)) {
   process.exit(2);
 }
 
-const dbName = `cfs_bench_workers_${process.pid}`;
-await adminQuery(`CREATE DATABASE ${dbName}`);
-const dbUrl = new URL(ADMIN_URL);
-dbUrl.pathname = `/${dbName}`;
+const database = await scratchDatabase(ADMIN_URL, 'bench_workers');
 const children: ChildProcess[] = [];
 try {
   // LOG_LEVEL info, the default: a request line per request, as deployed (the log is drained, unread).
-  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1' };
   delete env.NODE_OPTIONS;
   // One at a time: the first start migrates the scratch database.
   const one = await startServer(env, 1);
@@ -60,7 +57,7 @@ try {
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)))));
-  await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await database.drop();
 }
 
 /** Starts the compiled server with `workers` processes; answers its port once every worker listens. */
@@ -103,16 +100,6 @@ function wrk(port: number, path: string, token: string, seconds: number): number
   const output = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], { encoding: 'utf8' });
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0);
-}
-
-async function adminQuery(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 function median(values: number[]): number {

@@ -1,6 +1,5 @@
 import net from 'node:net';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 
 /**
  * A TCP proxy in front of PostgreSQL that a test can break: `down()` closes the port and cuts every
@@ -103,12 +102,9 @@ function listen(server: net.Server, port: number): Promise<number> {
 }
 
 /** A fresh database cloned from the migrated template (as test/support/app.ts does), reached directly and through a proxy. */
-export async function cloneTemplateDatabase(adminUrl: string): Promise<{ name: string; directUrl: string; drop(): Promise<void> }> {
-  const name = `cfs_outage_${randomBytes(6).toString('hex')}`;
-  await adminQuery(adminUrl, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
-  const direct = new URL(adminUrl);
-  direct.pathname = `/${name}`;
-  return { name, directUrl: direct.toString(), drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+export async function cloneTemplateDatabase(adminUrl: string): Promise<{ directUrl: string; drop(): Promise<void> }> {
+  const database = await scratchDatabase(adminUrl, 'outage', process.env.TEST_TEMPLATE_DB);
+  return { directUrl: database.url, drop: database.drop };
 }
 
 /** The same URL with its host and port replaced by the proxy's. */
@@ -117,16 +113,6 @@ export function viaProxy(url: string, proxy: TcpProxy): string {
   proxied.hostname = '127.0.0.1';
   proxied.port = String(proxy.port);
   return proxied.toString();
-}
-
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Polls a condition until it holds (bounded): for states only observable by asking, like /readyz. */

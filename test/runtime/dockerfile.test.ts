@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
+import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 import { openDatabase } from '../../src/store/database.js';
 import { pgliteTemplatePath } from '../support/template.js';
 
@@ -119,16 +119,6 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-async function adminQuery(url: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 describe('the container CMD', () => {
   // An image-like /app in a temp directory: a fresh build of dist/ (the build stage's `npm run build`),
   // the contracts and docs the server reads at run time, package.json and the installed dependencies.
@@ -145,12 +135,9 @@ describe('the container CMD', () => {
     env = { PATH: process.env.PATH, ...envOf(runtime), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' };
     const url = process.env.DATABASE_URL;
     if (url) {
-      const name = `cfs_runtime_${process.pid}`;
-      await adminQuery(url, `CREATE DATABASE ${name} TEMPLATE ${process.env.TEST_TEMPLATE_DB}`);
-      const dbUrl = new URL(url);
-      dbUrl.pathname = `/${name}`;
-      env.DATABASE_URL = dbUrl.toString();
-      dropDatabase = () => adminQuery(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      const database = await scratchDatabase(url, 'runtime', process.env.TEST_TEMPLATE_DB);
+      env.DATABASE_URL = database.url;
+      dropDatabase = database.drop;
     } else {
       // An existing data directory, as a volume would hold after the first start (initdb costs seconds).
       env.DATA_DIR = join(app, 'data');

@@ -1,9 +1,8 @@
 import { jest } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { get } from 'node:http';
 import { createServer } from 'node:net';
-import pg from 'pg';
+import { scratchDatabase, type ScratchDatabase } from '../../scripts/support/fresh-store.js';
 import { buildServer, spawnServer, watch, type CompiledServer } from './compiled-server.js';
 
 /**
@@ -58,23 +57,15 @@ it('PGlite refuses WORKERS=2 with one line naming WORKERS and DATABASE_URL, exit
 const onPostgres = process.env.DATABASE_URL ? describe : describe.skip;
 onPostgres('WORKERS=2 on PostgreSQL', () => {
   const adminUrl = process.env.DATABASE_URL ?? '';
-  const name = `cfs_test_workers_${randomBytes(6).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
   // An empty database, not the migrated template: the primary migrates it once, before forking.
-  beforeAll(() => admin(`CREATE DATABASE ${name}`));
-  afterAll(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  let database: ScratchDatabase;
+  beforeAll(async () => {
+    database = await scratchDatabase(adminUrl, 'test_workers');
+  });
+  afterAll(() => database.drop());
 
   it('serves one port from two workers, replaces a worker that dies, and stops on SIGTERM with exit 0', async () => {
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
+    const url = new URL(database.url);
     const grace = 3000;
     const child = spawnServer(server.main, { WORKERS: '2', DATABASE_URL: url.toString(), SHUTDOWN_GRACE_MS: String(grace) });
     const { output, errors, listening, exited } = watch(child);
@@ -120,8 +111,7 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
     await once(taken, 'listening');
     const address = taken.address();
     if (typeof address !== 'object' || address === null) throw new Error('no port');
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
+    const url = new URL(database.url);
     try {
       const child = spawnServer(server.main, { WORKERS: '2', DATABASE_URL: url.toString(), PORT: String(address.port) });
       const { errors, exited } = watch(child);
