@@ -1,10 +1,10 @@
 import type { ModuleContext, ServerModule } from './module.js';
-import { usersModule } from '../handlers/users-module.js';
-import { publishingModule } from '../handlers/publishing-module.js';
-import { webhooksModule } from '../handlers/webhooks-module.js';
-import { cloudModule } from '../handlers/cloud/cloud-module.js';
-import { iamModule } from '../handlers/iam/iam-module.js';
-import { contractsModule } from '../handlers/contracts-module.js';
+import { usersModule } from '../modules/users/users-module.js';
+import { publishingModule } from '../modules/publishing/publishing-module.js';
+import { webhooksModule } from '../modules/webhooks/webhooks-module.js';
+import { cloudModule } from '../modules/cloud/cloud-module.js';
+import { iamModule } from '../modules/iam/iam-module.js';
+import { contractsModule } from '../modules/contracts/contracts-module.js';
 
 /**
  * Every API family of the server, in the order their paths are matched. Add a module here and the

@@ -8,7 +8,7 @@ import { createLogger } from '../../src/logger.js';
 import { TokenService } from '../../src/auth/token-service.js';
 import { UserService } from '../../src/services/user-service.js';
 import { AppError } from '../../src/errors.js';
-import { cloudModule, type CloudModule } from '../../src/handlers/cloud/cloud-module.js';
+import { cloudModule, type CloudModule } from '../../src/modules/cloud/cloud-module.js';
 import { toConnectError } from '../../src/handlers/cloud/errors.js';
 import type { Database } from '../../src/store/database.js';
 

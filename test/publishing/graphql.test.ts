@@ -1,6 +1,6 @@
 import { getIntrospectionQuery } from 'graphql';
 import { startServer, type TestServer } from '../support/app.js';
-import { GRAPHQL_MAX_COST, GRAPHQL_MAX_DEPTH } from '../../src/handlers/publishing-module.js';
+import { GRAPHQL_MAX_COST, GRAPHQL_MAX_DEPTH } from '../../src/modules/publishing/publishing-module.js';
 import { createActors, graphql, SUPERUSER, type Actors } from './support.js';
 
 let server: TestServer;

@@ -1,9 +1,9 @@
-import { ROOT } from '../server/paths.js';
-import { createRestApi } from '../http/rest-api.js';
-import { prefixMatcher, type ModuleContext, type ServerModule } from '../server/module.js';
-import { UserService } from '../services/user-service.js';
-import { renderUserApiError, userApiHandlers } from './users.js';
-import { serverInfoService } from './server-info.js';
+import { ROOT } from '../../server/paths.js';
+import { createRestApi } from '../../http/rest-api.js';
+import { prefixMatcher, type ModuleContext, type ServerModule } from '../../server/module.js';
+import { UserService } from '../../services/user-service.js';
+import { renderUserApiError, userApiHandlers } from '../../handlers/users.js';
+import { serverInfoService } from '../../handlers/server-info.js';
 
 /**
  * Request bodies of the users API may be 3 MiB: a profile picture may be a `data:` URL of up to

@@ -15,9 +15,9 @@ import { PublicKeyService } from '../../services/iam/public-key-service.js';
 import { ProfileService } from '../../services/iam/profile-service.js';
 import { TokenExchange } from '../../services/iam/token-exchange.js';
 import type { CloudModule } from '../cloud/cloud-module.js';
-import { authPublicKeyServiceImpl, profileServiceImpl, projectServiceImpl, serviceAccountServiceImpl } from './resource-services.js';
-import { tokenExchangeServiceImpl } from './token-exchange-service.js';
-import { handleTokenExchange, TOKEN_EXCHANGE_PATH } from './token-exchange-http.js';
+import { authPublicKeyServiceImpl, profileServiceImpl, projectServiceImpl, serviceAccountServiceImpl } from '../../handlers/iam/resource-services.js';
+import { tokenExchangeServiceImpl } from '../../handlers/iam/token-exchange-service.js';
+import { handleTokenExchange, TOKEN_EXCHANGE_PATH } from '../../handlers/iam/token-exchange-http.js';
 
 export interface IamModule extends ServerModule {
   projects: ProjectService;

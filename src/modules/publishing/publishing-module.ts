@@ -1,14 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { ROOT } from '../server/paths.js';
-import { AppError } from '../errors.js';
-import { createRestApi, type RestReply } from '../http/rest-api.js';
-import { createGraphqlHttp, type GraphqlReply } from '../http/graphql-http.js';
-import { depthLimitRule, costLimitRule } from '../graphql/query-limits.js';
-import type { ModuleContext, ServerModule } from '../server/module.js';
-import { createPublishingServices, type PublishingServices } from '../services/publishing/index.js';
-import { renderProblemDetails } from '../http/problem-details.js';
-import { publishingApiHandlers, publishingAuthenticator } from './publishing.js';
-import { formatPublishingError, renderPublishingGraphqlError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from './publishing-graphql.js';
+import { ROOT } from '../../server/paths.js';
+import { AppError } from '../../errors.js';
+import { createRestApi, type RestReply } from '../../http/rest-api.js';
+import { createGraphqlHttp, type GraphqlReply } from '../../http/graphql-http.js';
+import { depthLimitRule, costLimitRule } from '../../graphql/query-limits.js';
+import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
+import { renderProblemDetails } from '../../http/problem-details.js';
+import { publishingApiHandlers, publishingAuthenticator } from '../../handlers/publishing.js';
+import { formatPublishingError, renderPublishingGraphqlError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from '../../handlers/publishing-graphql.js';
 
 // Generous for real clients (the standard introspection query is 13 deep), fatal for abuse.
 export const GRAPHQL_MAX_DEPTH = 15;

@@ -19,11 +19,11 @@ import { InstanceService } from '../../services/compute/instance-service.js';
 import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
-import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor, type AuthPolicy } from './interceptors.js';
-import { apiServiceNameOf, toConnectError, toRpcStatus } from './errors.js';
-import { invalidArgumentOnParseFailure } from './parse-errors.js';
-import { instanceServiceImpl } from './instance-service.js';
-import { operationServiceImpl } from './operation-service.js';
+import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor, type AuthPolicy } from '../../handlers/cloud/interceptors.js';
+import { apiServiceNameOf, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
+import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors.js';
+import { instanceServiceImpl } from '../../handlers/cloud/instance-service.js';
+import { operationServiceImpl } from '../../handlers/cloud/operation-service.js';
 
 export interface CloudModuleOptions {
   users: UserService;

@@ -1,11 +1,11 @@
-import { ROOT } from '../server/paths.js';
-import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
-import type { ModuleContext, ServerModule } from '../server/module.js';
-import { WebhookService } from '../services/webhooks/webhook-service.js';
-import { renderProblemDetails } from '../http/problem-details.js';
-import { webhookApiHandlers } from './webhooks.js';
-import { CAPTURE_PATH, createCaptureHandler } from './webhook-capture.js';
-import { createInspectorPages } from './webhook-inspector-page.js';
+import { ROOT } from '../../server/paths.js';
+import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../../http/rest-api.js';
+import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { WebhookService } from '../../services/webhooks/webhook-service.js';
+import { renderProblemDetails } from '../../http/problem-details.js';
+import { webhookApiHandlers } from '../../handlers/webhooks.js';
+import { CAPTURE_PATH, createCaptureHandler } from '../../handlers/webhook-capture.js';
+import { createInspectorPages } from '../../handlers/webhook-inspector-page.js';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
 const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);

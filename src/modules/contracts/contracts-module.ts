@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { ROOT } from '../server/paths.js';
-import { loadContractDocuments } from '../http/contract-documents.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
-import type { ServerModule } from '../server/module.js';
-import { registerReflection } from './grpc-reflection.js';
+import { ROOT } from '../../server/paths.js';
+import { loadContractDocuments } from '../../http/contract-documents.js';
+import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import type { ServerModule } from '../../server/module.js';
+import { registerReflection } from '../../handlers/grpc-reflection.js';
 
 /** No inline script or style, nothing from another origin: the reference page runs on assets served here. */
 const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
