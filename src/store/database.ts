@@ -1,8 +1,7 @@
 import knexFactory, { type Knex } from 'knex';
-import pg from 'pg';
+import type pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
-import { PgListener } from './pg-listener.js';
 import type { Config } from '../config.js';
 
 
@@ -46,9 +45,6 @@ export interface DatabaseOptions {
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
 const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
 
-// int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
-pg.types.setTypeParser(20, (value: string) => Number(value));
-
 /** The store options of a server process, from its configuration. */
 export function databaseOptionsOf(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs' | 'pgliteSharedBuffersMb'>): DatabaseOptions {
   return {
@@ -68,6 +64,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 }
 
 async function openPostgres(connectionString: string, options: DatabaseOptions): Promise<Database> {
+  // Each driver is loaded only by the store that uses it (PGlite's start never loads pg).
+  const { default: pg } = await import('pg');
+  const { PgListener } = await import('./pg-listener.js');
+  // int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
+  pg.types.setTypeParser(20, (value: string) => Number(value));
   const timeouts = { ...DATABASE_TIMEOUT_DEFAULTS, ...definedOnly(options) };
   const connection = {
     connectionString,

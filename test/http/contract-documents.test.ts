@@ -1,17 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { loadContractDocument, loadContractDocuments, sha256 } from '../../src/http/contract-documents.js';
-import { buildServer } from '../runtime/compiled-server.js';
 import { ROOT } from '../support/template.js';
 
 /**
  * Start-up (issue 11 item 1): each OpenAPI document is read once per process, and the built server
  * takes the JSON the build wrote for it (no YAML parse, no meta-schema compile) while the YAML still
- * hashes to what was built; otherwise the YAML is parsed and validated, as in dev and tests.
+ * hashes to what was built; otherwise the YAML is parsed and validated, as in dev and tests. The
+ * build's side is tested on a real build in test/runtime/startup.test.ts.
  */
 const USERS = join(ROOT, 'contracts/openapi/users.yaml');
 const INVALID = 'openapi: 3.0.3\ninfo:\n  title: no version\npaths: {}\n';
@@ -64,27 +62,3 @@ test('an invalid document that the build did not vouch for refuses the start, wi
   const stale = prebuiltDir('broken-stale', { broken: { sha256: sha256('the text that was built'), document: { openapi: '3.0.3', info: { title: 't', version: '1' }, paths: {} } } });
   expect(() => loadContractDocument(path, { prebuiltDir: stale })).toThrow(/is not valid OpenAPI/);
 });
-
-test('the build writes every document as JSON with its hash, and the built server reads those without loading a YAML parser', async () => {
-  const built = await buildServer();
-  try {
-    const dist = join(built.main, '../..');
-    for (const name of ['publishing', 'users', 'webhooks']) {
-      const text = readFileSync(join(ROOT, `contracts/openapi/${name}.yaml`), 'utf8');
-      const entry = JSON.parse(readFileSync(join(dist, `prebuilt/openapi/${name}.json`), 'utf8')) as { sha256: string; document: unknown };
-      expect(entry.sha256).toBe(sha256(text));
-      expect(entry.document).toEqual(parseYaml(text));
-    }
-    // The compiled loader, from its place in dist/, finds the build's JSON on its own.
-    const script = `
-      import { createRequire } from 'node:module';
-      const { loadContractDocuments } = await import(${JSON.stringify(join(dist, 'src/http/contract-documents.js'))});
-      const sources = loadContractDocuments().map((loaded) => loaded.source);
-      const yamlLoaded = Object.keys(createRequire(import.meta.url).cache).some((file) => file.includes('/node_modules/yaml/'));
-      console.log(JSON.stringify({ sources, yamlLoaded }));`;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
-    expect(JSON.parse(stdout)).toEqual({ sources: ['prebuilt', 'prebuilt', 'prebuilt'], yamlLoaded: false });
-  } finally {
-    built.remove();
-  }
-}, 60_000);
