@@ -1,7 +1,9 @@
-import { Code, ConnectError, type ConnectRouter } from '@connectrpc/connect';
+import type { DescService } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from '../../generated/proto/grpc/health/v1/health_pb.js';
 import type { Database } from '../store/database.js';
 import type { ServerModule } from '../server/module.js';
+import { rpcService, type RpcService } from '../server/rpc-routes.js';
 
 export interface HealthOptions {
   db: Database;
@@ -72,9 +74,9 @@ export function grpcHealthModule(options: HealthOptions): ServerModule {
   const draining = new AbortController();
   const status = async (): Promise<ServingStatus> => (options.isServing() && !draining.signal.aborted && (await probe.ok()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
 
-  const register = (router: ConnectRouter): void => {
-    const known = (service: string) => service === '' || router.handlers.some((handler) => handler.service.typeName === service);
-    router.service(Health, {
+  const services = (served: () => readonly DescService[]): RpcService[] => {
+    const known = (service: string) => service === '' || served().some((candidate) => candidate.typeName === service);
+    const health = rpcService(Health, {
       async check(request) {
         if (!known(request.service)) throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
         return { status: await status() };
@@ -94,11 +96,12 @@ export function grpcHealthModule(options: HealthOptions): ServerModule {
         if (draining.signal.aborted && !context.signal.aborted && sent !== ServingStatus.NOT_SERVING) yield { status: ServingStatus.NOT_SERVING };
       },
     });
+    return [health];
   };
 
   return {
     name: 'grpc-health',
-    rpc: register,
+    rpc: services,
     drain: () => draining.abort(),
   };
 }

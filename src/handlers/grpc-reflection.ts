@@ -1,8 +1,8 @@
 import { create, type DescService } from '@bufbuild/protobuf';
-import type { ConnectRouter } from '@connectrpc/connect';
 import * as v1 from '../../generated/proto/grpc/reflection/v1/reflection_pb.js';
 import * as v1alpha from '../../generated/proto/grpc/reflection/v1alpha/reflection_pb.js';
 import { DescriptorIndex } from '../engines/grpc-reflection/descriptor-index.js';
+import { rpcService, type RpcService } from '../server/rpc-routes.js';
 
 /** The fields both reflection versions share (v1alpha is v1 under another package name). */
 interface ReflectionRequest {
@@ -48,31 +48,30 @@ function answer(index: DescriptorIndex, request: ReflectionRequest): ReflectionA
 
 /**
  * gRPC server reflection (grpc.reflection.v1 and v1alpha), so grpcurl and `buf curl` discover the
- * services without local protos. It describes every service on `router` at the time of the call, so it
- * may be registered before or after the other services; it is public (descriptors are no secret, the
- * published contracts say the same) and bypasses the cloud interceptors.
+ * services without local protos. It describes every service `served` lists at the time of the call
+ * (itself included); it is public (descriptors are no secret, the published contracts say the same)
+ * and bypasses the cloud interceptors.
  */
-export function registerReflection(router: ConnectRouter): void {
-  let cached: { count: number; index: DescriptorIndex } | undefined;
+export function reflectionServices(served: () => readonly DescService[]): RpcService[] {
+  let cached: { services: readonly DescService[]; index: DescriptorIndex } | undefined;
   const index = () => {
-    if (cached?.count !== router.handlers.length) {
-      const services = new Map<string, DescService>(router.handlers.map((handler) => [handler.service.typeName, handler.service]));
-      cached = { count: router.handlers.length, index: new DescriptorIndex(services.values()) };
-    }
+    const services = served();
+    if (cached?.services !== services) cached = { services, index: new DescriptorIndex(new Map(services.map((service) => [service.typeName, service])).values()) };
     return cached.index;
   };
-  router.service(v1.ServerReflection, {
+  const current = rpcService(v1.ServerReflection, {
     async *serverReflectionInfo(requests) {
       for await (const request of requests) {
         yield create(v1.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse: answer(index(), request) });
       }
     },
   });
-  router.service(v1alpha.ServerReflection, {
+  const alpha = rpcService(v1alpha.ServerReflection, {
     async *serverReflectionInfo(requests) {
       for await (const request of requests) {
         yield create(v1alpha.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse: answer(index(), request) });
       }
     },
   });
+  return [current, alpha];
 }

@@ -2,8 +2,9 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { createServiceImplSpec, type ConnectRouter } from '@connectrpc/connect';
-import { createGrpcUnaryHandler, type RegisteredService } from './grpc-unary.js';
+import type { DescService } from '@bufbuild/protobuf';
+import { createGrpcUnaryHandler } from './grpc-unary.js';
+import { grpcUnaryServices, rpcPathsOf, rpcRoutes } from './rpc-routes.js';
 import { cloudJsonRegistry } from '../handlers/cloud/json-registry.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -65,10 +66,13 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
   const expressApp = createExpressApp({ db, tokens, isReady: () => ready, renderError: renderServerError, onError, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
-  // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path.
-  const registered: RegisteredService[] = [];
+  // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path:
+  // one list of RpcServices feeds both (and in-memory tests use the same entries).
+  const servedServices: DescService[] = [];
+  const rpcServices = modules.flatMap((module) => module.rpc?.(() => servedServices) ?? []);
+  servedServices.push(...rpcServices.map((entry) => entry.service));
   // Request paths of every RPC served: the metric's operation label, never a path a client made up.
-  const rpcPaths = new Set<string>();
+  const rpcPaths = rpcPathsOf(rpcServices);
   const rpcOutcomes = new WeakMap<object, RpcOutcome>();
   const rpc = connectNodeAdapter({
     contextValues: (req) => {
@@ -83,37 +87,12 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     readMaxBytes: config.rpcMaxMessageBytes,
     writeMaxBytes: config.rpcMaxMessageBytes,
     jsonOptions: { registry: cloudJsonRegistry },
-    routes: (router: ConnectRouter) => {
-      for (const module of modules) {
-        const recording: ConnectRouter = {
-          get handlers() {
-            return router.handlers;
-          },
-          service(service, implementation, options) {
-            const shape = module.shapeRpcError?.bind(module);
-            registered.push({
-              spec: createServiceImplSpec(service, implementation),
-              interceptors: options?.interceptors ?? [],
-              shapeError: shape && ((error, requestId) => shape(error, service, requestId)),
-            });
-            for (const method of service.methods) rpcPaths.add(`/${service.typeName}/${method.name}`);
-            router.service(service, implementation, { ...options, interceptors: [rpcOutcomeInterceptor, ...(options?.interceptors ?? [])] });
-            return recording;
-          },
-          rpc(method, implementation, options) {
-            rpcPaths.add(`/${method.parent.typeName}/${method.name}`);
-            router.rpc(method, implementation, { ...options, interceptors: [rpcOutcomeInterceptor, ...(options?.interceptors ?? [])] });
-            return recording;
-          },
-        };
-        module.rpc?.(recording);
-      }
-    },
+    routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor]),
   });
   const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, trace: Record<string, string>, grpcStatus?: number) => {
     logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10, ...trace }, 'request');
   };
-  const grpcUnary = createGrpcUnaryHandler({ services: registered, maxMessageBytes: config.rpcMaxMessageBytes });
+  const grpcUnary = createGrpcUnaryHandler({ services: grpcUnaryServices(rpcServices), maxMessageBytes: config.rpcMaxMessageBytes });
 
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     const started = performance.now();

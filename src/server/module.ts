@@ -1,5 +1,4 @@
 import type express from 'express';
-import type { ConnectError, ConnectRouter } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -8,6 +7,7 @@ import type { TokenService } from '../auth/token-service.js';
 import type { AppError } from '../errors.js';
 import type { NodeRequest, NodeResponse, RestApi, RestReply } from '../http/rest-api.js';
 import type { ServerMetrics } from './metrics.js';
+import type { RpcService } from './rpc-routes.js';
 
 /** What every part of the server gets to build itself: shared infrastructure, no globals. */
 export interface ModuleContext {
@@ -43,13 +43,11 @@ export interface ServerModule {
      */
     renderError?(error: AppError, path: string): RestReply;
   };
-  /** Connect / gRPC / gRPC-Web services. */
-  rpc?(router: ConnectRouter): void;
   /**
-   * Shapes an RPC error raised before the service's interceptors run (an unparsable request on the
-   * native gRPC path) the way this module's interceptors shape errors.
+   * Connect / gRPC / gRPC-Web services. `served` lists every service of the server once all modules
+   * gave theirs (reflection describes them, health knows their names); call it at request time.
    */
-  shapeRpcError?(error: ConnectError, service: DescService, requestId: string): ConnectError;
+  rpc?(served: () => readonly DescService[]): RpcService[];
   /** Express routes (HTTP/1.1 and HTTP/2) for pages and endpoints no contract engine serves. */
   router?: express.Router;
   /** Contract engines, by contract name, for response validation in tests. */

@@ -1,4 +1,5 @@
 import type { ModuleContext, ServerModule } from './module.js';
+import { Operations } from '../engines/operations/index.js';
 import { usersModule } from '../modules/users/users-module.js';
 import { publishingModule } from '../modules/publishing/publishing-module.js';
 import { webhooksModule } from '../modules/webhooks/webhooks-module.js';
@@ -15,9 +16,10 @@ export async function buildModules(ctx: ModuleContext) {
   const modules: ServerModule[] = [users];
   modules.push(await publishingModule(ctx));
   modules.push(await webhooksModule(ctx));
-  const iam = await iamModule(ctx, { users: users.users });
-  const cloud = cloudModule(ctx, { users: users.users, extraResolvers: iam.resolvers, parentExists: iam.parentExists });
-  iam.serveOn(cloud);
+  // One Operations for every cloud service, IAM's included: starting one wakes the cloud worker.
+  const operations = new Operations(ctx.db.knex, () => cloud.worker.wake());
+  const iam = await iamModule(ctx, { users: users.users, operations });
+  const cloud = cloudModule(ctx, { users: users.users, operations, extraResolvers: iam.resolvers, parentExists: iam.parentExists, services: iam.services });
   modules.push(cloud, iam);
   modules.push(contractsModule()); // /openapi, /graphql/*.graphql, /docs, gRPC reflection of every service above
   return { modules, users: users.users };

@@ -10,6 +10,7 @@ import { UserService } from '../../src/services/user-service.js';
 import { AppError } from '../../src/errors.js';
 import { cloudModule, type CloudModule } from '../../src/modules/cloud/cloud-module.js';
 import { toConnectError } from '../../src/handlers/cloud/errors.js';
+import { rpcRoutes } from '../../src/server/rpc-routes.js';
 import type { Database } from '../../src/store/database.js';
 
 let db: Database;
@@ -29,7 +30,7 @@ beforeAll(async () => {
   adminToken = (await users.signIn('root', 'root-password-1', '127.0.0.1')).accessToken;
   module = cloudModule({ config, db, logger: createLogger('silent'), tokens, onError: (cause) => internalCauses.push(cause) }, { users });
   await module.start?.();
-  const transport = createRouterTransport((router) => module.rpc?.(router));
+  const transport = createRouterTransport(rpcRoutes(module.rpc()));
   instances = createClient(InstanceService, transport);
   operations = createClient(OperationService, transport);
 });

@@ -2,7 +2,8 @@ import { fromBinary } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { createClient, createRouterTransport } from '@connectrpc/connect';
 import { DescriptorIndex } from '../../src/engines/grpc-reflection/descriptor-index.js';
-import { registerReflection } from '../../src/handlers/grpc-reflection.js';
+import { reflectionServices } from '../../src/handlers/grpc-reflection.js';
+import { rpcRoutes, rpcService, type RpcService } from '../../src/server/rpc-routes.js';
 import { ServerInfoService } from '../../generated/proto/cloud/common/v1/server_info_service_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
@@ -38,13 +39,10 @@ describe('DescriptorIndex', () => {
   });
 });
 
-describe('registerReflection', () => {
-  it('lists every service on the router, including ones registered after it', async () => {
-    const transport = createRouterTransport((router) => {
-      router.service(ServerInfoService, {});
-      registerReflection(router);
-      router.service(OperationService, {});
-    });
+describe('reflectionServices', () => {
+  it('lists every service served, including ones listed after it', async () => {
+    const services: RpcService[] = [rpcService(ServerInfoService, {}), ...reflectionServices(() => services.map((entry) => entry.service)), rpcService(OperationService, {})];
+    const transport = createRouterTransport(rpcRoutes(services));
     const client = createClient(ServerReflection, transport);
     async function* one() {
       yield { host: '', messageRequest: { case: 'listServices' as const, value: '*' } };

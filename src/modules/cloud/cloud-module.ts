@@ -1,8 +1,9 @@
 import type { DescService } from '@bufbuild/protobuf';
-import type { ConnectRouter, Interceptor, ServiceImpl } from '@connectrpc/connect';
+import type { Interceptor, ServiceImpl } from '@connectrpc/connect';
 import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { InstanceService as InstanceServiceDesc } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { rpcService, type RpcService } from '../../server/rpc-routes.js';
 import type { UserService } from '../../services/user-service.js';
 import { cachePrincipals, userPrincipalResolver, type PrincipalResolver } from '../../auth/principal.js';
 import {
@@ -25,12 +26,34 @@ import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors
 import { instanceServiceImpl } from '../../handlers/cloud/instance-service.js';
 import { operationServiceImpl } from '../../handlers/cloud/operation-service.js';
 
+/**
+ * Another cloud service served behind the same interceptors (auth, endpoints, idempotency, errors).
+ * `auth` relaxes the bearer-token requirement of single methods (by local name, e.g. `exchange`).
+ */
+export interface CloudService {
+  service: DescService;
+  implementation: Partial<ServiceImpl<DescService>>;
+  auth: Record<string, AuthPolicy>;
+}
+
+/** A CloudService from a typed implementation. */
+export function cloudService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, auth: Partial<Record<keyof T['method'], AuthPolicy>> = {}): CloudService {
+  return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, auth: auth as Record<string, AuthPolicy> };
+}
+
 export interface CloudModuleOptions {
   users: UserService;
+  /**
+   * The operations of every cloud service (IAM's too): starting one must wake this module's worker.
+   * Without it the module makes its own (a cloud module alone, as in-memory tests build it).
+   */
+  operations?: Operations;
   /** More token kinds (the IAM area's service-account tokens) after user tokens. */
   extraResolvers?: PrincipalResolver[];
   /** Whether a parent id names a project (default: any well-formed `project-…` id). */
   parentExists?: ParentCheck;
+  /** More services behind the cloud interceptors (IAM's). */
+  services?: CloudService[];
 }
 
 export interface CloudModule extends ServerModule {
@@ -38,13 +61,8 @@ export interface CloudModule extends ServerModule {
   worker: OperationWorker;
   sweeper: OperationSweeper;
   instances: InstanceService;
-  /**
-   * Serves another cloud service behind the same interceptors (auth, endpoints, idempotency, errors).
-   * `auth` relaxes the bearer-token requirement of single methods (by local name, e.g. `exchange`).
-   */
-  addService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, options?: { auth?: Partial<Record<keyof T['method'], AuthPolicy>> }): void;
-  /** Registers the background work of another service's operations. */
-  addWorkHandlers(handlers: Record<string, WorkHandler>): void;
+  /** Every cloud RPC service with its interceptors: what the server, the gRPC fast path and tests serve. */
+  rpc(): RpcService[];
 }
 
 /**
@@ -56,7 +74,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   const { config, db, logger } = ctx;
   const handlers: Record<string, WorkHandler> = {};
   // Starting an operation wakes the worker built just below (never called before it exists).
-  const operations = new Operations(db.knex, () => worker.wake());
+  const operations = options.operations ?? new Operations(db.knex, () => worker.wake());
   const worker = new OperationWorker({
     knex: db.knex,
     handlers,
@@ -94,20 +112,17 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
       },
     }),
   ];
-  const services: Array<(router: ConnectRouter) => void> = [];
-  const addService = <T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, serviceOptions: { auth?: Partial<Record<keyof T['method'], AuthPolicy>> } = {}) => {
-    for (const [method, policy] of Object.entries(serviceOptions.auth ?? {})) authPolicies.set(`${service.typeName}/${method}`, policy as AuthPolicy);
-    services.push((router) => {
-      const before = router.handlers.length;
-      router.service(service, implementation, { interceptors });
-      for (let index = before; index < router.handlers.length; index++) {
-        const handler = router.handlers[index];
-        if (handler) router.handlers[index] = invalidArgumentOnParseFailure(handler);
-      }
-    });
-  };
-  addService(OperationService, operationServiceImpl(queries));
-  addService(InstanceServiceDesc, instanceServiceImpl(instances));
+  const services = [cloudService(OperationService, operationServiceImpl(queries)), cloudService(InstanceServiceDesc, instanceServiceImpl(instances)), ...(options.services ?? [])];
+  for (const { service, auth } of services) {
+    for (const [method, policy] of Object.entries(auth)) authPolicies.set(`${service.typeName}/${method}`, policy);
+  }
+  const rpcServices = services.map(({ service, implementation }) =>
+    rpcService(service, implementation, {
+      interceptors,
+      adaptHandler: invalidArgumentOnParseFailure,
+      shapeError: (error, requestId) => toConnectError(error, { service: apiServiceNameOf(service), requestId }),
+    }),
+  );
 
   let unlisten: (() => Promise<void>) | undefined;
   return {
@@ -116,29 +131,24 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     worker,
     sweeper,
     instances,
-    addService,
-    addWorkHandlers: (more) => Object.assign(handlers, more),
-    rpc(router) {
-      for (const register of services) register(router);
-    },
-    shapeRpcError: (error, service, requestId) => toConnectError(error, { service: apiServiceNameOf(service), requestId }),
+    rpc: () => rpcServices,
     async start() {
       // Other processes' new work wakes this worker at once (PGlite: in-process notifications).
       // After a lost LISTEN connection, work enqueued meanwhile by other processes was never announced.
       unlisten = await db
-        .listen(WORK_CHANNEL, () => worker?.wake(), {
+        .listen(WORK_CHANNEL, () => worker.wake(), {
           onReconnect: () => {
             logger.warn({ channel: WORK_CHANNEL }, 'database listener reconnected; looking for work');
-            worker?.wake();
+            worker.wake();
           },
         })
         .catch(() => undefined);
-      worker?.start();
+      worker.start();
       sweeper.start();
     },
     async stop() {
       await sweeper.stop();
-      await worker?.stop();
+      await worker.stop();
       await unlisten?.();
     },
   };

@@ -6,7 +6,7 @@ import { ROOT } from '../../server/paths.js';
 import { loadContractDocuments } from '../../http/contract-documents.js';
 import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
 import type { ServerModule } from '../../server/module.js';
-import { registerReflection } from '../../handlers/grpc-reflection.js';
+import { reflectionServices } from '../../handlers/grpc-reflection.js';
 
 /** No inline script or style, nothing from another origin: the reference page runs on assets served here. */
 const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -154,6 +154,6 @@ export function contractsModule(): ServerModule {
       matches: (path) => path === '/openapi' || path.startsWith('/openapi/') || path.startsWith('/graphql/') || path === '/docs' || path === '/docs/' || path.startsWith('/docs/assets/'),
       handle: (req, res) => serve(req, res, (req.url ?? '/').split('?', 1)[0] ?? '/'),
     },
-    rpc: registerReflection,
+    rpc: reflectionServices,
   };
 }

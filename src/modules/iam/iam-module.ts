@@ -6,7 +6,7 @@ import { TokenExchangeService as TokenExchangeServiceDesc } from '../../../gener
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import type { PrincipalResolver } from '../../auth/principal.js';
 import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
-import { Operations } from '../../engines/operations/index.js';
+import type { Operations } from '../../engines/operations/index.js';
 import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import type { UserService } from '../../services/user-service.js';
 import { ProjectService } from '../../services/iam/project-service.js';
@@ -14,7 +14,7 @@ import { ServiceAccountService } from '../../services/iam/service-account-servic
 import { PublicKeyService } from '../../services/iam/public-key-service.js';
 import { ProfileService } from '../../services/iam/profile-service.js';
 import { TokenExchange } from '../../services/iam/token-exchange.js';
-import type { CloudModule } from '../cloud/cloud-module.js';
+import { cloudService, type CloudService } from '../cloud/cloud-module.js';
 import { authPublicKeyServiceImpl, profileServiceImpl, projectServiceImpl, serviceAccountServiceImpl } from '../../handlers/iam/resource-services.js';
 import { tokenExchangeServiceImpl } from '../../handlers/iam/token-exchange-service.js';
 import { handleTokenExchange, TOKEN_EXCHANGE_PATH } from '../../handlers/iam/token-exchange-http.js';
@@ -28,19 +28,19 @@ export interface IamModule extends ServerModule {
   resolvers: PrincipalResolver[];
   /** "Does this project exist" for every resource living in a project (instances). */
   parentExists: ParentCheck;
-  /** Serves the IAM services behind the cloud module's interceptors. */
-  serveOn(cloud: CloudModule): void;
+  /** The IAM gRPC services, for the cloud module to serve behind its interceptors. */
+  services: CloudService[];
 }
 
 /**
  * IAM (docs/iam.md): projects, service accounts, their keys, profiles and the token exchange (gRPC and
  * `POST /oauth2/token/exchange`). Makes the tenant and the `default` project at first start. The
- * gRPC services run inside the cloud module (same interceptors, operations and errors).
+ * gRPC services run inside the cloud module (same interceptors, operations and errors): `operations`
+ * is the cloud module's one instance.
  */
-export async function iamModule(ctx: ModuleContext, options: { users: UserService }): Promise<IamModule> {
+export async function iamModule(ctx: ModuleContext, options: { users: UserService; operations: Operations }): Promise<IamModule> {
   const { db, tokens, config, logger } = ctx;
-  // IAM mutations finish synchronously: no background work to wake.
-  const operations = new Operations(db.knex);
+  const { operations } = options;
   const projects = new ProjectService(db.knex, operations);
   await projects.ensureTenant();
   const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx));
@@ -67,13 +67,13 @@ export async function iamModule(ctx: ModuleContext, options: { users: UserServic
     exchange,
     resolvers: [serviceAccountPrincipalResolver(tokens, accountLookup)],
     parentExists: (id, trx) => projects.exists(id, trx),
-    serveOn(cloud) {
-      cloud.addService(ProjectServiceDesc, projectServiceImpl(projects));
-      cloud.addService(ServiceAccountServiceDesc, serviceAccountServiceImpl(serviceAccounts));
-      cloud.addService(AuthPublicKeyServiceDesc, authPublicKeyServiceImpl(keys));
-      cloud.addService(ProfileServiceDesc, profileServiceImpl(profiles), { auth: { get: 'optional' } });
-      cloud.addService(TokenExchangeServiceDesc, tokenExchangeServiceImpl(exchange), { auth: { exchange: 'public' } });
-    },
+    services: [
+      cloudService(ProjectServiceDesc, projectServiceImpl(projects)),
+      cloudService(ServiceAccountServiceDesc, serviceAccountServiceImpl(serviceAccounts)),
+      cloudService(AuthPublicKeyServiceDesc, authPublicKeyServiceImpl(keys)),
+      cloudService(ProfileServiceDesc, profileServiceImpl(profiles), { get: 'optional' }),
+      cloudService(TokenExchangeServiceDesc, tokenExchangeServiceImpl(exchange), { exchange: 'public' }),
+    ],
     http: {
       matches: (path) => path === TOKEN_EXCHANGE_PATH,
       handle: (req, res) => handleTokenExchange(exchange, req, res),

@@ -1,6 +1,7 @@
 import { ROOT } from '../../server/paths.js';
 import { createRestApi } from '../../http/rest-api.js';
 import { prefixMatcher, type ModuleContext, type ServerModule } from '../../server/module.js';
+import { rpcService } from '../../server/rpc-routes.js';
 import { UserService } from '../../services/user-service.js';
 import { renderUserApiError, userApiHandlers } from '../../handlers/users.js';
 import { serverInfoService } from '../../handlers/server-info.js';
@@ -31,7 +32,7 @@ export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { 
     name: 'users',
     users,
     http: { matches: prefixMatcher('/api'), handle: api.handle, renderError: renderUserApiError },
-    rpc: (router) => router.service(...serverInfoService(ctx.config.serviceName)),
+    rpc: () => [rpcService(...serverInfoService(ctx.config.serviceName))],
     restApis: { users: api },
   };
 }

@@ -1,0 +1,52 @@
+import type { DescService } from '@bufbuild/protobuf';
+import { createServiceImplSpec, type ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
+import type { UniversalHandler } from '@connectrpc/connect/protocol';
+import type { RegisteredService } from './grpc-unary.js';
+
+/**
+ * One RPC service as the server serves it: the same entry feeds connect-node (every protocol), the
+ * native gRPC fast path and in-memory tests (`createRouterTransport(rpcRoutes(services))`).
+ */
+export interface RpcService {
+  service: DescService;
+  implementation: Partial<ServiceImpl<DescService>>;
+  interceptors?: Interceptor[];
+  /** Rewraps connect's handlers of this service (e.g. to map a request that does not parse). */
+  adaptHandler?(handler: UniversalHandler): UniversalHandler;
+  /** Shapes errors raised before the interceptors run (native gRPC path) as the interceptors would. */
+  shapeError?(error: ConnectError, requestId: string): ConnectError;
+}
+
+/** An RpcService from a typed implementation (checked against its service, then stored type-erased). */
+export function rpcService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, options: Omit<RpcService, 'service' | 'implementation'> = {}): RpcService {
+  return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, ...options };
+}
+
+/** Registers the services on a Connect router; `interceptors` run first, around every service's own. */
+export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[] = []): (router: ConnectRouter) => void {
+  return (router) => {
+    for (const entry of services) {
+      const before = router.handlers.length;
+      router.service(entry.service, entry.implementation, { interceptors: [...interceptors, ...(entry.interceptors ?? [])] });
+      if (!entry.adaptHandler) continue;
+      for (let index = before; index < router.handlers.length; index++) {
+        const handler = router.handlers[index];
+        if (handler) router.handlers[index] = entry.adaptHandler(handler);
+      }
+    }
+  };
+}
+
+/** The services as the native gRPC path runs them (the same implementations and interceptors). */
+export function grpcUnaryServices(services: readonly RpcService[]): RegisteredService[] {
+  return services.map((entry) => ({
+    spec: createServiceImplSpec(entry.service, entry.implementation),
+    interceptors: entry.interceptors ?? [],
+    shapeError: entry.shapeError && ((error, requestId) => entry.shapeError!(error, requestId)),
+  }));
+}
+
+/** Request paths (`/pkg.Service/Method`) of every method served. */
+export function rpcPathsOf(services: readonly RpcService[]): Set<string> {
+  return new Set(services.flatMap((entry) => entry.service.methods.map((method) => `/${entry.service.typeName}/${method.name}`)));
+}
