@@ -4,7 +4,9 @@
  * directory (migrated once beforehand: the cost of a restart, not of initdb) and on PostgreSQL (a
  * scratch database on DATABASE_URL's server, or on postgres://postgres@127.0.0.1:5432/postgres when
  * that answers). Prints every run and the median; exits 1 when a median misses its target
- * (PGlite < 1 s, PostgreSQL < 0.5 s). `BENCH_RUNS` (default 5) timed runs per store.
+ * (PGlite < 1 s, PostgreSQL < 0.5 s). `BENCH_RUNS` (default 5) timed runs per store; `BENCH_MAIN`
+ * times another build (`node scripts/build.mjs --out /tmp/x/dist` with contracts/, node_modules and
+ * package.json beside it) instead of `dist/src/main.js`, e.g. while others run the shared `dist/`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,15 +17,17 @@ import { join } from 'node:path';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-const MAIN = join(ROOT, 'dist/src/main.js');
+const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const TARGETS = { pglite: 1000, postgresql: 500 };
 const GIVE_UP_MS = 60_000;
 
 if (!existsSync(MAIN)) {
-  console.error('bench:startup runs the compiled server: npm run build first');
+  console.error(`bench:startup runs the compiled server (${MAIN}): npm run build first`);
   process.exit(2);
 }
+// A build from before the OpenAPI documents were pre-built parses YAML at every start: not what ships.
+if (!existsSync(join(MAIN, '../../prebuilt/openapi'))) console.log(`note: ${MAIN} has no pre-built contracts (an old build?): npm run build`);
 
 async function freePort(): Promise<number> {
   const server = createServer();
