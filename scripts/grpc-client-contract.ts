@@ -40,7 +40,7 @@ const ADMIN = { name: 'grpc-client-contract-admin', password: 'grpc-client-contr
 const READER = { name: 'grpc-client-contract-reader', password: 'grpc-client-contract-reader-pw' };
 
 /** Services whose errors are not cloud errors (no ServiceError detail promised). */
-const SERVICE_ERROR_EXEMPT = new Set(['cloud.common.v1.ServerInfoService', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection']);
+const SERVICE_ERROR_EXEMPT = new Set(['cloud.common.v1.ServerInfoService', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection']);
 
 export interface GrpcClientOutcome {
   contract: string;

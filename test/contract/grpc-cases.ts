@@ -14,6 +14,7 @@ import type { Operation } from '../../generated/proto/cloud/common/v1/operation_
 import { ServerInfoService } from '../../generated/proto/cloud/common/v1/server_info_service_pb.js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { InstanceStatus_State as State, type Instance } from '../../generated/proto/cloud/compute/v1/instance_pb.js';
+import { Health, HealthCheckResponse_ServingStatus as Serving } from '../../generated/proto/grpc/health/v1/health_pb.js';
 import * as reflectionV1 from '../../generated/proto/grpc/reflection/v1/reflection_pb.js';
 import * as reflectionV1alpha from '../../generated/proto/grpc/reflection/v1alpha/reflection_pb.js';
 import type { RpcTestClient } from '../support/grpc.js';
@@ -127,6 +128,26 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
     }),
   ],
   '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo': reflectionCases('v1'),
+  '/grpc.health.v1.Health/Check': [
+    ok('the whole server (empty service name) is SERVING, without a token', (ctx) => ctx.grpc.call(Health.method.check, { service: '' }, NONE), (message) => {
+      assert.equal(message.status, Serving.SERVING);
+    }),
+    ok('a served service has the server status', (ctx) => ctx.grpc.call(Health.method.check, { service: InstanceService.typeName }, NONE), (message) => {
+      assert.equal(message.status, Serving.SERVING);
+    }),
+    fails('NOT_FOUND', 'a service this server does not serve is NOT_FOUND', (ctx) => ctx.grpc.call(Health.method.check, { service: 'no.such.v1.Service' }, NONE)),
+  ],
+  '/grpc.health.v1.Health/Watch': [
+    ok('the first message is the current status', (ctx) => ctx.grpc.first(Health.method.watch, { service: '' }, NONE), (message) => {
+      assert.equal(message.status, Serving.SERVING);
+    }),
+    {
+      ...ok('an unknown service answers SERVICE_UNKNOWN in-band (the stream stays open)', (ctx) => ctx.grpc.first(Health.method.watch, { service: 'no.such.v1.Service' }, NONE), (message) => {
+        assert.equal(message.status, Serving.SERVICE_UNKNOWN);
+      }),
+      inBandError: true,
+    },
+  ],
   '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo': reflectionCases('v1alpha'),
 
   '/cloud.common.v1.OperationService/Get': [

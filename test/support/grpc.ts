@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodServerStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { ConnectError, type Transport } from '@connectrpc/connect';
 import { ServiceErrorSchema, type ServiceError } from '../../generated/proto/cloud/common/v1/error_pb.js';
@@ -33,6 +33,8 @@ export interface CallResult<O> {
 /** What the contract cases need of a client: one unary call, answered or failed the grpc-js way. */
 export interface RpcTestClient {
   call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options?: CallOptions): Promise<CallResult<MessageShape<O>>>;
+  /** A server-streaming call: answers its first message and cancels the rest (streams such as health Watch never end). */
+  first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options?: CallOptions): Promise<CallResult<MessageShape<O>>>;
 }
 
 /**
@@ -55,13 +57,36 @@ export class GrpcTestClient implements RpcTestClient {
     return this.callRaw(method, toBinary(method.input, create(method.input, request)), options);
   }
 
+  first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+    return new Promise((resolve, reject) => {
+      let headers = new grpc.Metadata();
+      let answered = false;
+      const call = this.client.makeServerStreamRequest(
+        `/${method.parent.typeName}/${method.name}`,
+        (value: Uint8Array) => Buffer.from(value),
+        (buffer: Buffer) => fromBinary(method.output, buffer),
+        toBinary(method.input, create(method.input, request)),
+        metadataOf(options),
+      );
+      call.on('metadata', (received: grpc.Metadata) => (headers = received));
+      call.on('data', (message: MessageShape<O>) => {
+        if (answered) return;
+        answered = true;
+        resolve({ message, headers });
+        call.cancel();
+      });
+      call.on('error', (error: grpc.ServiceError) => {
+        if (!answered) reject(toCallError(error, headers));
+      });
+      call.on('end', () => {
+        if (!answered) reject(new Error(`${method.name} ended without a message`));
+      });
+    });
+  }
+
   /** Sends exact bytes as the request message (for malformed-input tests). */
   callRaw<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, bytes: Uint8Array, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
-    const metadata = new grpc.Metadata();
-    if (options.token) metadata.set('authorization', `Bearer ${options.token}`);
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      for (const item of Array.isArray(value) ? value : [value]) metadata.add(name, item);
-    }
+    const metadata = metadataOf(options);
     const path = `/${method.parent.typeName}/${method.name}`;
     return new Promise((resolve, reject) => {
       let headers = new grpc.Metadata();
@@ -89,6 +114,15 @@ export class GrpcTestClient implements RpcTestClient {
   close(): void {
     this.client.close();
   }
+}
+
+function metadataOf(options: CallOptions): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (options.token) metadata.set('authorization', `Bearer ${options.token}`);
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    for (const item of Array.isArray(value) ? value : [value]) metadata.add(name, item);
+  }
+  return metadata;
 }
 
 function toCallError(error: grpc.ServiceError, headers: grpc.Metadata): GrpcCallError {
@@ -119,18 +153,38 @@ export class ConnectTestClient implements RpcTestClient {
   constructor(private readonly transport: Transport) {}
 
   async call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
-    const header = new Headers();
-    if (options.token) header.set('authorization', `Bearer ${options.token}`);
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      for (const item of Array.isArray(value) ? value : [value]) header.append(name, item);
-    }
     try {
-      const response = await this.transport.unary(method, undefined, undefined, header, request);
+      const response = await this.transport.unary(method, undefined, undefined, headersOf(options), request);
       return { message: response.message, headers: toMetadata(response.header) };
     } catch (error) {
       throw fromConnectError(ConnectError.from(error));
     }
   }
+
+  async first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+    const abort = new AbortController();
+    try {
+      const response = await this.transport.stream(method, abort.signal, undefined, headersOf(options), (async function* () {
+        yield create(method.input, request);
+      })());
+      for await (const message of response.message) return { message, headers: toMetadata(response.header) };
+      throw new Error(`${method.name} ended without a message`);
+    } catch (error) {
+      if (error instanceof Error && error.message.endsWith('ended without a message')) throw error;
+      throw fromConnectError(ConnectError.from(error));
+    } finally {
+      abort.abort();
+    }
+  }
+}
+
+function headersOf(options: CallOptions): Headers {
+  const header = new Headers();
+  if (options.token) header.set('authorization', `Bearer ${options.token}`);
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    for (const item of Array.isArray(value) ? value : [value]) header.append(name, item);
+  }
+  return header;
 }
 
 function toMetadata(headers: Headers): grpc.Metadata {
