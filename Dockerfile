@@ -23,6 +23,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/generated ./dist/generated
+# The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
+COPY --from=build /app/dist/prebuilt ./dist/prebuilt
 COPY contracts ./contracts
 COPY docs ./docs
 COPY bin ./bin

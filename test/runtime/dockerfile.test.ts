@@ -91,6 +91,8 @@ describe('Dockerfile', () => {
     for (const install of installs) expect(install.args).toMatch(/\bnpm ci\b.*--omit[= ]dev/);
     // The compiled server comes from the build stage, not from the context (which excludes dist/).
     expect(runtime.instructions.some((instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/src'))).toBe(true);
+    // And the contracts the build pre-parsed, or the container parses YAML at every start (docs/architecture.md).
+    expect(runtime.instructions.some((instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/prebuilt'))).toBe(true);
     expect(readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', 'data']));
   });
 
