@@ -1,6 +1,5 @@
 import { AppError } from '../errors.js';
 import { bearerToken } from './bearer-token.js';
-import type { UserService } from '../services/user-service.js';
 
 /**
  * Who is calling the cloud API. Users sign in through the User Account API; service accounts
@@ -42,8 +41,17 @@ export function authorize(principal: Principal, access: Access, projectId: strin
   }
 }
 
+/**
+ * What the user resolver needs of the accounts service (the users service has this shape); auth
+ * depends on no service, so the service is passed in rather than imported.
+ */
+export interface UserAccounts<Caller extends { userId: string }> {
+  authenticate(authorization: string | undefined): Promise<Caller | undefined>;
+  get(caller: Caller, id: string): Promise<{ id: string; isAdmin: boolean }>;
+}
+
 /** Accepts user access tokens from `POST /api/auth` (audience `account`) of users that still exist. */
-export function userPrincipalResolver(users: UserService): PrincipalResolver {
+export function userPrincipalResolver<Caller extends { userId: string }>(users: UserAccounts<Caller>): PrincipalResolver {
   return async (token) => {
     const caller = await users.authenticate(`Bearer ${token}`);
     if (!caller) return undefined;

@@ -1,12 +1,12 @@
 /**
  * Webhook capture engine: turns what a server saw of one HTTP request (raw header lines, request
  * target, body bytes) into the record the inspector stores, and a stored record into its JSON view.
- * It knows nothing of node:http, express or the store, so every protocol (HTTP/1.1, HTTP/2) and
- * every test feeds it the same plain values.
+ * It knows nothing of node:http or express, so every protocol (HTTP/1.1, HTTP/2) and every test
+ * feeds it the same plain values; what it builds is the record type the store keeps.
  */
+import type { CapturedRecord, HeaderLine } from '../../store/repositories/webhook-records.js';
 
-/** One header line as received: name case kept. */
-export type HeaderLine = [name: string, value: string];
+export type { CapturedRecord, HeaderLine };
 
 /** What the transport saw; `rawHeaders` is the flat `[name, value, name, value, …]` list node gives. */
 export interface CaptureInput {
@@ -29,22 +29,6 @@ export interface BodyBytes {
   truncated: boolean;
 }
 
-/** A captured request as stored: raw facts only; text, JSON and form views are derived when read. */
-export interface CapturedRecord {
-  id: string;
-  routeId: string;
-  receivedAt: Date;
-  method: string;
-  path: string;
-  query: string;
-  headers: HeaderLine[];
-  contentType: string | null;
-  size: number;
-  truncated: boolean;
-  body: Buffer;
-  remoteAddress: string;
-  httpVersion: string;
-}
 
 /** Builds the stored record of one request; the body bytes are kept exactly as given. */
 export function captureWebhookRequest(input: CaptureInput): CapturedRecord {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { CapturedRecord, HeaderLine } from '../../engines/webhook-capture/index.js';
+import type { CapturedRecord, HeaderLine } from './webhook-records.js';
 import { capturedEventSql, encodeWebhookEvent, WEBHOOK_CHANNEL } from './webhook-events.js';
 
 /** What a route answers to senders; null fields mean the default answer. */
