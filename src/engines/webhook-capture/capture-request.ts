@@ -6,7 +6,7 @@
  */
 import type { CapturedRecord, HeaderLine } from '../../store/repositories/webhook-records.js';
 
-export type { CapturedRecord, HeaderLine };
+export type { CapturedRecord };
 
 /** What the transport saw; `rawHeaders` is the flat `[name, value, name, value, …]` list node gives. */
 export interface CaptureInput {

@@ -1,2 +1,2 @@
-export { BodyCollector, captureWebhookRequest, type BodyBytes, type CaptureInput, type CapturedRecord, type HeaderLine } from './capture-request.js';
+export { BodyCollector, captureWebhookRequest, type BodyBytes, type CaptureInput, type CapturedRecord } from './capture-request.js';
 export { describeCapturedRequest, type CapturedRequestView } from './describe-captured-request.js';
