@@ -36,13 +36,13 @@ export interface Config {
   http2IdleTimeoutMs: number;
   /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
   startupTimeoutMs: number;
-  // --- article publishing (SPEC §3, docs/publishing.md) ---
+  // --- article publishing (docs/publishing.md) ---
   /** The first superuser, created at start when this email is free. */
   superuserEmail: string | undefined;
   superuserPassword: string | undefined;
   /** Where the `Link: <…>; rel="deprecation"` header of every /v1 response points. */
   publishingDeprecationLink: string;
-  // --- cloud API (SPEC §5, docs/cloud-api.md) ---
+  // --- cloud API (docs/cloud-api.md) ---
   /** Simulated duration of an asynchronous compute operation. */
   computeWorkMs: number;
   /** How long the cloud API may reuse a resolved bearer token's principal (0 = never). */
@@ -59,10 +59,10 @@ export interface Config {
   apiDomain: string | undefined;
   /** Largest RPC message read or written (after decompression), on every RPC protocol. */
   rpcMaxMessageBytes: number;
-  // --- IAM (SPEC §5, docs/iam.md) ---
+  // --- IAM (docs/iam.md) ---
   /** Lifetime of the access tokens the token exchange issues to service accounts. */
   iamTokenTtlSeconds: number;
-  // --- webhook inspector (SPEC §4, docs/webhooks.md) ---
+  // --- webhook inspector (docs/webhooks.md) ---
   /** Bytes of a captured body that are stored; the rest is counted in `size` and dropped (`truncated`). */
   webhookMaxBody: number;
   /** Captured requests kept per route; the oldest are dropped first. */

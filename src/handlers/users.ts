@@ -8,7 +8,7 @@ import type { AccountCaller, UserService } from '../services/user-service.js';
 
 
 /**
- * The seed's error body: `{statusCode, message, error}`; 401 keeps the seed's two-field form. It is
+ * The users API's error body (docs/users-api.md): `{statusCode, message, error}`; 401 keeps its two-field form. It is
  * also the shape of the server's own routes that no contract describes (health, key set, the 404).
  */
 export function renderUserApiError(error: AppError): RestReply {

@@ -229,7 +229,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
 
 /**
  * The server's own error shape, for routes no contract describes (health, key set, the 404 of unknown
- * paths) and modules without a renderer: the users API's `{statusCode, message, error}`, the seed's.
+ * paths) and modules without a renderer: the users API's `{statusCode, message, error}` (docs/users-api.md).
  */
 const renderServerError = renderUserApiError;
 

@@ -38,7 +38,7 @@ function pascal(code: string): string {
 }
 
 /**
- * The ServiceError detail of a domain error (SPEC §5 error list): the detail kind follows the
+ * The ServiceError detail of a domain error (docs/cloud-api.md, "Read error details"): the detail kind follows the
  * code (and the error's structured detail), retry_type tells the client what a retry can achieve.
  */
 export function serviceErrorOf(error: AppError, origin: ErrorOrigin): ServiceError {

@@ -11,7 +11,7 @@ const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
 
 /**
- * The webhook inspector (SPEC §4, contracts/openapi/webhooks.yaml). Capture runs on plain node:http
+ * The webhook inspector (docs/webhooks.md, contracts/openapi/webhooks.yaml). Capture runs on plain node:http
  * for speed and byte fidelity; the JSON operations go through the contract engine; the HTML page,
  * its assets, `GET /inspect` and the event stream are served here directly.
  */
