@@ -16,7 +16,10 @@ export default tseslint.config(
     rules: {
       // A leading underscore marks a name kept on purpose: a parameter held for its position (express
       // tells error handlers by their four parameters) or a property left out of a rest object.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
       // A timer or handle assigned once, after a closure that clears it was made, has to be a `let`.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },

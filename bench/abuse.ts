@@ -81,7 +81,11 @@ try {
     const grpcStatus = await oversizedGrpcMessage(server!.port, 5 * 1024 * 1024);
     console.log(`  5 MiB gRPC message -> grpc-status ${grpcStatus}`);
     if (grpcStatus !== '8') report.failures.push(`5 MiB gRPC message ended with grpc-status ${grpcStatus} (want 8 RESOURCE_EXHAUSTED)`);
-    const restAnswer = await send(base, '/api/users', { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.alloc(8 * 1024 * 1024, 0x20) });
+    const restAnswer = await send(base, '/api/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.alloc(8 * 1024 * 1024, 0x20),
+    });
     console.log(`  8 MiB REST body -> HTTP ${restAnswer}`);
     if (restAnswer !== 413) report.failures.push(`8 MiB REST body answered ${restAnswer} (want 413)`);
     await expectAlive(base);
@@ -144,7 +148,12 @@ try {
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (!killed) {
-          const status = await send(base, `/${routeId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from('{"n":1}'), agent }).catch(() => 0);
+          const status = await send(base, `/${routeId}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: Buffer.from('{"n":1}'),
+            agent,
+          }).catch(() => 0);
           if (status >= 200 && status < 300 && !killed) report.acknowledged += 1;
         }
       }),
@@ -174,7 +183,12 @@ console.log(`sockets left open ${report.socketsLeftOpen}`);
 console.log(`captures acknowledged ${report.acknowledged}, stored ${report.stored}, lost ${Math.max(0, report.acknowledged - report.stored)}`);
 for (const failure of report.failures) console.log(`FAIL ${failure}`);
 const failed =
-  report.crashes > 0 || report.fiveXx > 0 || report.socketsLeftOpen > 0 || report.stored < report.acknowledged || report.maxRssMb > MAX_RSS_MB || report.failures.length > 0;
+  report.crashes > 0 ||
+  report.fiveXx > 0 ||
+  report.socketsLeftOpen > 0 ||
+  report.stored < report.acknowledged ||
+  report.maxRssMb > MAX_RSS_MB ||
+  report.failures.length > 0;
 console.log(failed ? 'abuse soak: FAILED' : 'abuse soak: passed');
 process.exitCode = failed ? 1 : 0;
 
@@ -270,7 +284,12 @@ function truncatedGrpcSession(port: number, streams: number): Promise<void> {
     const timer = setTimeout(drop, 2000);
     let written = 0;
     for (let index = 0; index < streams; index += 1) {
-      const stream = session.request({ ':method': 'POST', ':path': '/cloud.compute.v1.InstanceService/Get', 'content-type': 'application/grpc', te: 'trailers' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/cloud.compute.v1.InstanceService/Get',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       stream.on('error', () => undefined);
       stream.write(Buffer.concat([prefix, Buffer.alloc(1024, 1)]), () => {
         written += 1;
@@ -329,7 +348,11 @@ function closedWithin(socket: net.Socket, ms: number): Promise<boolean> {
 }
 
 async function publishingToken(base: string): Promise<string> {
-  const response = await fetch(`${base}/v1/writers/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(SUPERUSER) });
+  const response = await fetch(`${base}/v1/writers/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(SUPERUSER),
+  });
   if (!response.ok) throw new Error(`publishing sign-in answered ${response.status}`);
   return ((await response.json()) as { accessToken: string }).accessToken;
 }

@@ -42,7 +42,10 @@ try {
   const operations = createClient(OperationService, transport);
   // The first start made a project named `default` under the installation's tenant.
   const project = await createClient(ProjectService, transport).getByName({ parentId: '', name: 'default' }, { headers });
-  const operation = await instances.create({ metadata: { parentId: project.metadata!.id, name: 'bench-vm' }, spec: { description: 'benchmark instance', sshKeys: ['ssh-ed25519 AAAA bench'] } }, { headers });
+  const operation = await instances.create(
+    { metadata: { parentId: project.metadata!.id, name: 'bench-vm' }, spec: { description: 'benchmark instance', sshKeys: ['ssh-ed25519 AAAA bench'] } },
+    { headers },
+  );
   while (!(await operations.get({ id: operation.id }, { headers })).status) await new Promise((resolve) => setTimeout(resolve, 20));
   const instance = await instances.get({ id: operation.resourceId }, { headers });
   const instanceBase64 = Buffer.from(toBinary(InstanceSchema, instance)).toString('base64');
@@ -58,7 +61,11 @@ try {
   writeFileSync(bodyFile, envelope);
 
   const results: Array<[string, number]> = [];
-  for (const [name, port] of [['raw @grpc/grpc-js', grpcJs.port], ['bare connect-node', connect.port], ['full stack', full.port]] as const) {
+  for (const [name, port] of [
+    ['raw @grpc/grpc-js', grpcJs.port],
+    ['bare connect-node', connect.port],
+    ['full stack', full.port],
+  ] as const) {
     h2load(port, bodyFile, token, 4000);
     results.push([name, h2load(port, bodyFile, token, REQUESTS)]);
   }
@@ -74,11 +81,30 @@ try {
 }
 
 function h2load(port: number, bodyFile: string, token: string, requests: number): number {
-  const output = execFileSync('taskset', [
-    '-c', '1', 'h2load', '-n', String(requests), '-c', '4', '-m', '16',
-    '-H', 'content-type: application/grpc', '-H', 'te: trailers', '-H', `authorization: Bearer ${token}`,
-    '-d', bodyFile, `http://127.0.0.1:${port}/cloud.compute.v1.InstanceService/Get`,
-  ], { encoding: 'utf8' });
+  const output = execFileSync(
+    'taskset',
+    [
+      '-c',
+      '1',
+      'h2load',
+      '-n',
+      String(requests),
+      '-c',
+      '4',
+      '-m',
+      '16',
+      '-H',
+      'content-type: application/grpc',
+      '-H',
+      'te: trailers',
+      '-H',
+      `authorization: Bearer ${token}`,
+      '-d',
+      bodyFile,
+      `http://127.0.0.1:${port}/cloud.compute.v1.InstanceService/Get`,
+    ],
+    { encoding: 'utf8' },
+  );
   const match = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(output);
   const succeeded = /(\d+) succeeded/.exec(output)?.[1];
   if (Number(succeeded) !== requests) throw new Error(`not every call succeeded:\n${output}`);

@@ -34,7 +34,12 @@ function memoryOf(pid: number): { rssMb: number; peakMb: number } {
   return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
 }
 
-async function call(base: string, method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; body: unknown }> {
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: unknown }> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] ??= 'application/json';
@@ -48,10 +53,15 @@ async function call(base: string, method: string, path: string, options: { token
 /** One request (or the few a family needs to reach a real answer) of each API family. */
 async function exerciseEveryFamily(base: string): Promise<void> {
   // Users REST: the first sign-in creates the admin.
-  const signIn = (await call(base, 'POST', '/api/auth', { body: { name: 'bench-admin', password: 'bench-password' } })).body as { accessToken: string; user: { id: string } };
+  const signIn = (await call(base, 'POST', '/api/auth', { body: { name: 'bench-admin', password: 'bench-password' } })).body as {
+    accessToken: string;
+    user: { id: string };
+  };
   await call(base, 'GET', `/api/users/${signIn.user.id}`, { token: signIn.accessToken });
   // Cloud API over Connect (JSON): the default project, then its instances.
-  const projects = (await call(base, 'POST', '/cloud.iam.v1.ProjectService/List', { token: signIn.accessToken, body: {} })).body as { items?: Array<{ metadata: { id: string } }> };
+  const projects = (await call(base, 'POST', '/cloud.iam.v1.ProjectService/List', { token: signIn.accessToken, body: {} })).body as {
+    items?: Array<{ metadata: { id: string } }>;
+  };
   const project = projects.items?.[0]?.metadata.id;
   if (!project) throw new Error('no default project');
   await call(base, 'POST', '/cloud.compute.v1.InstanceService/List', { token: signIn.accessToken, body: { parentId: project } });

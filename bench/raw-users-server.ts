@@ -14,7 +14,14 @@ const server = http.createServer(async (req, res) => {
     res.writeHead(404).end();
     return;
   }
-  const body = JSON.stringify({ id: row.id, name: row.name, isAdmin: row.is_admin, onboardingDone: row.onboarding_done, settings: row.settings, profilePicture: row.profile_picture });
+  const body = JSON.stringify({
+    id: row.id,
+    name: row.name,
+    isAdmin: row.is_admin,
+    onboardingDone: row.onboarding_done,
+    settings: row.settings,
+    profilePicture: row.profile_picture,
+  });
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
 });
 server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {

@@ -79,9 +79,13 @@ async function check(url: string, token: string): Promise<void> {
 }
 
 function wrk(port: number, path: string, token: string, seconds: number): number {
-  const output = execFileSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], {
-    encoding: 'utf8',
-  });
+  const output = execFileSync(
+    'taskset',
+    ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`],
+    {
+      encoding: 'utf8',
+    },
+  );
   const match = /Requests\/sec:\s+([\d.]+)/.exec(output);
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
   return Number(match?.[1] ?? 0);

@@ -80,8 +80,12 @@ try {
 
   const store = databaseUrl ? 'PostgreSQL' : 'PGlite';
   console.log(`webhook capture, 1 KB JSON POST, ${CONNECTIONS} connections, ${SECONDS} s, store ${store}`);
-  console.log(`  raw node:http (no storage)   ${baseline.rps.toFixed(0).padStart(7)} req/s   (before ${baselineBefore.rps.toFixed(0)}, after ${baselineAfter.rps.toFixed(0)})`);
-  console.log(`  capture (stored, acked)      ${capture.rps.toFixed(0).padStart(7)} req/s   ratio ${(capture.rps / baseline.rps).toFixed(2)}   target ${TARGET} req/s`);
+  console.log(
+    `  raw node:http (no storage)   ${baseline.rps.toFixed(0).padStart(7)} req/s   (before ${baselineBefore.rps.toFixed(0)}, after ${baselineAfter.rps.toFixed(0)})`,
+  );
+  console.log(
+    `  capture (stored, acked)      ${capture.rps.toFixed(0).padStart(7)} req/s   ratio ${(capture.rps / baseline.rps).toFixed(2)}   target ${TARGET} req/s`,
+  );
   console.log(`  latency p50 ${capture.p50}  p99 ${capture.p99}`);
   console.log(`  2xx answers ${acknowledged}, non-2xx ${warm.non2xx + capture.non2xx}, rows stored ${stored}, lost ${lost}`);
   if (lost > 0 || stored > acknowledged + 2 * CONNECTIONS || warm.non2xx + capture.non2xx > 0) {
@@ -105,7 +109,11 @@ interface WrkResult {
 }
 
 function wrk(port: number, path: string, seconds: number): WrkResult {
-  const output = execFileSync('taskset', ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}${path}`], { encoding: 'utf8' });
+  const output = execFileSync(
+    'taskset',
+    ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}${path}`],
+    { encoding: 'utf8' },
+  );
   const total = Number(/(\d+) requests in/.exec(output)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
   const errors = /Socket errors: (.*)/.exec(output)?.[1];

@@ -53,7 +53,9 @@ try {
   const runs = (values: number[]) => values.map((value) => value.toFixed(0)).join(', ');
   console.log(`WORKERS=1  ${oneMedian.toFixed(0).padStart(7)} req/s   (runs: ${runs(oneRuns)})`);
   console.log(`WORKERS=2  ${twoMedian.toFixed(0).padStart(7)} req/s   (runs: ${runs(twoRuns)})`);
-  console.log(`ratio 2/1  ${(twoMedian / oneMedian).toFixed(2)}   (medians of ${ROUNDS} alternating runs of ${SECONDS} s, ${CONNECTIONS} connections, load average ${loadAverage()})`);
+  console.log(
+    `ratio 2/1  ${(twoMedian / oneMedian).toFixed(2)}   (medians of ${ROUNDS} alternating runs of ${SECONDS} s, ${CONNECTIONS} connections, load average ${loadAverage()})`,
+  );
 } finally {
   for (const child of children) child.kill('SIGTERM');
   await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.once('exit', resolve)))));
@@ -97,7 +99,9 @@ async function check(port: number, path: string, token: string): Promise<void> {
 }
 
 function wrk(port: number, path: string, token: string, seconds: number): number {
-  const output = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], { encoding: 'utf8' });
+  const output = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], {
+    encoding: 'utf8',
+  });
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0);
 }

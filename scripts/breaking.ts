@@ -30,7 +30,9 @@ for (const report of reports) {
   for (const sentence of report.breaks) console.log(`  - ${sentence}`);
 }
 if (total > 0) {
-  console.error(`\n${total} breaking change(s). Undo them, or release them deliberately (a new major version for client teams) with \`npm run contracts:release\`.`);
+  console.error(
+    `\n${total} breaking change(s). Undo them, or release them deliberately (a new major version for client teams) with \`npm run contracts:release\`.`,
+  );
   process.exit(1);
 }
 console.log('\nNo breaking changes.');

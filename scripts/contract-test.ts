@@ -103,7 +103,13 @@ async function runContract(contract: string): Promise<Outcome> {
       else lines.push(`no hooks file (${hooksFile}): only the documents' examples are exercised`);
       args.push('--language=nodejs', '--loglevel=warning');
       console.log(`\n=== ${contract}: dredd against ${url}`);
-      const code = await runDredd(args, { ...process.env, NODE_NO_WARNINGS: '1', DREDD_SERVER_URL: url, DREDD_RESULTS_FILE: resultsFile, DREDD_CONTRACT: contract });
+      const code = await runDredd(args, {
+        ...process.env,
+        NODE_NO_WARNINGS: '1',
+        DREDD_SERVER_URL: url,
+        DREDD_RESULTS_FILE: resultsFile,
+        DREDD_CONTRACT: contract,
+      });
       if (code !== 0) lines.push(`dredd exited with ${code}`);
     } finally {
       await app.close();
@@ -129,7 +135,15 @@ async function runContract(contract: string): Promise<Outcome> {
     const operationOf = (key: string) => key.split(' ').slice(0, 2).join(' ');
     const operations = new Set(documented.map(operationOf));
     const exercised = [...operations].filter((operation) => !missing.some((key) => operationOf(key) === operation));
-    return { contract, ok, lines, responses: documented.length, responsesPassed: documented.length - missing.length, operations: operations.size, operationsExercised: exercised.length };
+    return {
+      contract,
+      ok,
+      lines,
+      responses: documented.length,
+      responsesPassed: documented.length - missing.length,
+      operations: operations.size,
+      operationsExercised: exercised.length,
+    };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
     await store.remove();
@@ -175,7 +189,9 @@ async function main(): Promise<void> {
   let exercised = 0;
   let total = 0;
   if (dredd.length > 0) {
-    parts.push(`OpenAPI (dredd): ${sum((o) => o.operationsExercised)}/${sum((o) => o.operations)} operations, ${sum((o) => o.responsesPassed)}/${sum((o) => o.responses)} documented responses`);
+    parts.push(
+      `OpenAPI (dredd): ${sum((o) => o.operationsExercised)}/${sum((o) => o.operations)} operations, ${sum((o) => o.responsesPassed)}/${sum((o) => o.responses)} documented responses`,
+    );
     exercised += sum((o) => o.operationsExercised);
     total += sum((o) => o.operations);
   }

@@ -18,7 +18,12 @@ import { stringify } from 'yaml';
 import { BUF, option, ROOT } from './contracts/contract-sets.js';
 
 const out = resolve(option(process.argv.slice(2), '--out') ?? join(ROOT, 'dist/contracts'));
-const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; license: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+const rootPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  license: string;
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
 const versionOf = (name: string) => rootPackage.dependencies[name] ?? rootPackage.devDependencies[name] ?? '*';
 
 function listFiles(dir: string): string[] {
@@ -45,8 +50,14 @@ try {
   cpSync(join(ROOT, 'scripts/contracts/package-src/clients/rest.ts'), join(src, 'clients/rest.ts'));
 
   const openapiDir = join(ROOT, 'contracts/openapi');
-  const documents = readdirSync(openapiDir).filter((file) => file.endsWith('.yaml')).sort().map((file) => file.replace(/\.yaml$/, ''));
-  const index: string[] = ["export { createRestClient } from './clients/rest.js';", "export type { RestClient, RestClientOptions, RestResponse, PathsWith, OperationOf, CallInit } from './clients/rest.js';"];
+  const documents = readdirSync(openapiDir)
+    .filter((file) => file.endsWith('.yaml'))
+    .sort()
+    .map((file) => file.replace(/\.yaml$/, ''));
+  const index: string[] = [
+    "export { createRestClient } from './clients/rest.js';",
+    "export type { RestClient, RestClientOptions, RestResponse, PathsWith, OperationOf, CallInit } from './clients/rest.js';",
+  ];
   for (const name of documents) {
     const factory = `create${pascal(name)}Client`;
     writeFileSync(
@@ -57,12 +68,16 @@ try {
         `export function ${factory}(baseUrl: string, options?: RestClientOptions): RestClient<paths> {\n  return createRestClient<paths>(baseUrl, options);\n}\n`,
     );
     index.push(`export { ${factory} } from './clients/${name}.js';`);
-    index.push(`export type { paths as ${pascal(name)}Paths, components as ${pascal(name)}Components, operations as ${pascal(name)}Operations } from './openapi/${name}.js';`);
+    index.push(
+      `export type { paths as ${pascal(name)}Paths, components as ${pascal(name)}Components, operations as ${pascal(name)}Operations } from './openapi/${name}.js';`,
+    );
   }
 
   // Every service of the cloud API (contracts/proto), found in the generated code: no list to maintain.
   const services: Array<{ name: string; file: string; key: string; typeName: string }> = [];
-  for (const file of listFiles(join(ROOT, 'generated/proto/cloud')).filter((path) => path.endsWith('_pb.ts')).sort()) {
+  for (const file of listFiles(join(ROOT, 'generated/proto/cloud'))
+    .filter((path) => path.endsWith('_pb.ts'))
+    .sort()) {
     const text = readFileSync(file, 'utf8');
     // buf style: the directory is the package (cloud/compute/v1 → cloud.compute.v1).
     const packageName = relative(join(ROOT, 'generated/proto'), dirname(file)).replace(/\//g, '.');
@@ -95,7 +110,19 @@ try {
   writeFileSync(
     join(work, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2023', 'DOM'], types: [], strict: true, declaration: true, skipLibCheck: true, rootDir: 'src', outDir: out, removeComments: false },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2023', 'DOM'],
+        types: [],
+        strict: true,
+        declaration: true,
+        skipLibCheck: true,
+        rootDir: 'src',
+        outDir: out,
+        removeComments: false,
+      },
       include: ['src'],
     }),
   );
@@ -108,9 +135,11 @@ try {
     writeFileSync(join(out, `openapi/${name}.yaml`), stringify(bundled.parsed));
     writeFileSync(join(out, `openapi/${name}.json`), `${JSON.stringify(bundled.parsed, null, 2)}\n`);
   }
-  for (const file of listFiles(join(ROOT, 'contracts/graphql')).filter((path) => path.endsWith('.graphql'))) cpSync(file, join(out, 'graphql', relative(join(ROOT, 'contracts/graphql'), file)));
+  for (const file of listFiles(join(ROOT, 'contracts/graphql')).filter((path) => path.endsWith('.graphql')))
+    cpSync(file, join(out, 'graphql', relative(join(ROOT, 'contracts/graphql'), file)));
   for (const base of ['contracts/proto', 'third_party/proto']) {
-    for (const file of listFiles(join(ROOT, base)).filter((path) => path.endsWith('.proto'))) cpSync(file, join(out, 'proto', relative(join(ROOT, base), file)));
+    for (const file of listFiles(join(ROOT, base)).filter((path) => path.endsWith('.proto')))
+      cpSync(file, join(out, 'proto', relative(join(ROOT, base), file)));
   }
   execFileSync(BUF, ['build', 'contracts/proto', '-o', join(out, 'proto/image.binpb')], { cwd: ROOT, stdio: 'inherit' });
 
@@ -119,14 +148,19 @@ try {
   const manifest = {
     name: '@contract-first-server/contracts',
     version,
-    description: 'The contracts of contract-first-server: OpenAPI documents, protobuf (buf image and sources), GraphQL SDL, generated TypeScript types and typed clients.',
+    description:
+      'The contracts of contract-first-server: OpenAPI documents, protobuf (buf image and sources), GraphQL SDL, generated TypeScript types and typed clients.',
     license: rootPackage.license,
     type: 'module',
     main: './index.js',
     types: './index.d.ts',
     exports: { '.': { types: './index.d.ts', default: './index.js' }, './*': './*' },
     sideEffects: false,
-    peerDependencies: { '@bufbuild/protobuf': `^${versionOf('@bufbuild/protobuf')}`, '@connectrpc/connect': `^${versionOf('@connectrpc/connect')}`, graphql: `^${versionOf('graphql').split('.')[0]}.0.0` },
+    peerDependencies: {
+      '@bufbuild/protobuf': `^${versionOf('@bufbuild/protobuf')}`,
+      '@connectrpc/connect': `^${versionOf('@connectrpc/connect')}`,
+      graphql: `^${versionOf('graphql').split('.')[0]}.0.0`,
+    },
     peerDependenciesMeta: { graphql: { optional: true } },
   };
   writeFileSync(join(out, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -139,7 +173,9 @@ try {
       `- gRPC / Connect: \`createCloudClient(transport)\` with ${services.map((service) => `\`${service.key}\``).join(', ')}; protobuf-es types under \`proto/\`, a buf image at \`proto/image.binpb\`\n` +
       '- GraphQL: the SDL and its types under `graphql/` (types need the optional peer `graphql`)\n',
   );
-  console.log(`wrote ${manifest.name}@${version} to ${relative(ROOT, out) || out}: ${documents.length} OpenAPI document(s), ${services.length} gRPC service(s)`);
+  console.log(
+    `wrote ${manifest.name}@${version} to ${relative(ROOT, out) || out}: ${documents.length} OpenAPI document(s), ${services.length} gRPC service(s)`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

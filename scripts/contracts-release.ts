@@ -20,7 +20,10 @@ const reports = await compareContracts(previous, current);
 
 for (const folder of ['openapi', 'graphql']) rmSync(join(baselineDir, folder), { recursive: true, force: true });
 mkdirSync(baselineDir, { recursive: true });
-for (const [folder, files] of [['openapi', current.openapi], ['graphql', current.graphql]] as const) {
+for (const [folder, files] of [
+  ['openapi', current.openapi],
+  ['graphql', current.graphql],
+] as const) {
   if (files.size === 0) continue;
   mkdirSync(join(baselineDir, folder), { recursive: true });
   for (const name of files.keys()) copyFileSync(join(contractsDir, folder, name), join(baselineDir, folder, name));
@@ -45,6 +48,8 @@ console.log(`Released ${relative(ROOT, contractsDir) || contractsDir} into ${rel
 for (const report of reports) {
   let status: string = report.status;
   if (report.kind === 'proto' && report.status === 'changed') status = before && readFileSync(image).equals(before) ? 'unchanged' : 'changed';
-  console.log(`  ${report.kind.padEnd(7)} ${report.name}: ${status}${report.breaks.length > 0 ? `, ${report.breaks.length} breaking change(s) released:` : ''}`);
+  console.log(
+    `  ${report.kind.padEnd(7)} ${report.name}: ${status}${report.breaks.length > 0 ? `, ${report.breaks.length} breaking change(s) released:` : ''}`,
+  );
   for (const sentence of report.breaks) console.log(`    - ${sentence}`);
 }

@@ -105,8 +105,32 @@ interface FuzzRequest {
   body?: { contentType?: string; bytes: string | Uint8Array };
 }
 
-const WRONG_CONTENT_TYPES = ['text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=fuzz', 'application/json; charset=latin1', 'application/octet-stream', 'image/png', '', 'application/json/../x'];
-const MALFORMED_JSON = ['{', '{"a":', 'nul', '[1,2', '\u0000', '{"a":1}}', '{"a":1,}', "{'a':1}", '"unterminated', '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"x":1}}}', '1e999999', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'];
+const WRONG_CONTENT_TYPES = [
+  'text/plain',
+  'application/xml',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=fuzz',
+  'application/json; charset=latin1',
+  'application/octet-stream',
+  'image/png',
+  '',
+  'application/json/../x',
+];
+const MALFORMED_JSON = [
+  '{',
+  '{"a":',
+  'nul',
+  '[1,2',
+  '\u0000',
+  '{"a":1}}',
+  '{"a":1,}',
+  "{'a':1}",
+  '"unterminated',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  '1e999999',
+  '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+];
 
 /** A path segment generator: schema-valid values, known ids, and hostile strings. */
 function pathValue(parameter: Parameter, fixtures: FuzzFixtures): fc.Arbitrary<string> {
@@ -122,20 +146,28 @@ function pathValue(parameter: Parameter, fixtures: FuzzFixtures): fc.Arbitrary<s
 
 function queryValue(parameter: Parameter): fc.Arbitrary<string[]> {
   const schema = parameter.schema ?? { type: 'string' };
-  const render = (value: unknown): string[] => (Array.isArray(value) ? value.map((item) => (typeof item === 'string' ? item : JSON.stringify(item))) : [typeof value === 'string' ? value : JSON.stringify(value)]);
-  return fc.oneof(
-    { weight: 3, arbitrary: validValue(schema).map(render) },
-    { weight: 2, arbitrary: invalidValue(schema).map(render) },
-    { weight: 1, arbitrary: fc.array(fc.oneof(fc.string({ maxLength: 12 }), oddString), { minLength: 1, maxLength: 3 }) },
-    // Kept under Node's 16 KiB header limit: a longer URL is refused (431) before any contract applies.
-  ).map((values) => values.map((value) => value.slice(0, 1000)));
+  const render = (value: unknown): string[] =>
+    Array.isArray(value)
+      ? value.map((item) => (typeof item === 'string' ? item : JSON.stringify(item)))
+      : [typeof value === 'string' ? value : JSON.stringify(value)];
+  return fc
+    .oneof(
+      { weight: 3, arbitrary: validValue(schema).map(render) },
+      { weight: 2, arbitrary: invalidValue(schema).map(render) },
+      { weight: 1, arbitrary: fc.array(fc.oneof(fc.string({ maxLength: 12 }), oddString), { minLength: 1, maxLength: 3 }) },
+      // Kept under Node's 16 KiB header limit: a longer URL is refused (431) before any contract applies.
+    )
+    .map((values) => values.map((value) => value.slice(0, 1000)));
 }
 
 function bodyArbitrary(operation: FuzzOperation): fc.Arbitrary<FuzzRequest['body']> {
   const none = fc.constant(undefined);
   if (!operation.body) {
     if (['GET', 'HEAD'].includes(operation.method)) return none;
-    return fc.oneof({ weight: 4, arbitrary: none }, { weight: 1, arbitrary: fc.record({ contentType: fc.constantFrom('application/json', 'text/plain'), bytes: fc.json() }) });
+    return fc.oneof(
+      { weight: 4, arbitrary: none },
+      { weight: 1, arbitrary: fc.record({ contentType: fc.constantFrom('application/json', 'text/plain'), bytes: fc.json() }) },
+    );
   }
   const options: Array<fc.WeightedArbitrary<FuzzRequest['body']>> = [{ weight: operation.body.required ? 1 : 2, arbitrary: none }];
   for (const [mediaType, media] of Object.entries(operation.body.content)) {
@@ -146,12 +178,29 @@ function bodyArbitrary(operation: FuzzOperation): fc.Arbitrary<FuzzRequest['body
         { weight: 4, arbitrary: invalidValue(schema).map((value) => ({ contentType: mediaType, bytes: JSON.stringify(value) ?? 'undefined' })) },
         { weight: 1, arbitrary: fc.constantFrom(...MALFORMED_JSON).map((bytes) => ({ contentType: mediaType, bytes })) },
         { weight: 1, arbitrary: hugeString.map((text) => ({ contentType: mediaType, bytes: JSON.stringify({ text }) })) },
-        { weight: 1, arbitrary: fc.tuple(validValue(schema), fc.constantFrom(...WRONG_CONTENT_TYPES)).map(([value, contentType]) => ({ contentType: contentType || undefined, bytes: JSON.stringify(value) })) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(validValue(schema), fc.constantFrom(...WRONG_CONTENT_TYPES))
+            .map(([value, contentType]) => ({ contentType: contentType || undefined, bytes: JSON.stringify(value) })),
+        },
       );
     } else {
       // Any bytes with any content type (`*/*`, binary uploads).
       options.push(
-        { weight: 4, arbitrary: fc.record({ contentType: fc.constantFrom(mediaType === '*/*' ? 'application/json' : mediaType, 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'image/png'), bytes: fc.oneof(fc.json(), fc.uint8Array({ maxLength: 512 })) }) },
+        {
+          weight: 4,
+          arbitrary: fc.record({
+            contentType: fc.constantFrom(
+              mediaType === '*/*' ? 'application/json' : mediaType,
+              'text/plain; charset=utf-8',
+              'application/x-www-form-urlencoded',
+              'multipart/form-data; boundary=x',
+              'image/png',
+            ),
+            bytes: fc.oneof(fc.json(), fc.uint8Array({ maxLength: 512 })),
+          }),
+        },
         { weight: 1, arbitrary: hugeString.map((bytes) => ({ contentType: 'text/plain', bytes })) },
       );
     }
@@ -164,11 +213,19 @@ function requestArbitrary(operation: FuzzOperation, fixtures: FuzzFixtures, docu
   const queryParameters = operation.parameters.filter((parameter) => parameter.in === 'query');
   const query = fc
     .tuple(
-      fc.tuple(...queryParameters.map((parameter) => fc.option(queryValue(parameter), { freq: 2 }).map((values) => (values ?? []).map((value) => [parameter.name, value] as [string, string])))),
+      fc.tuple(
+        ...queryParameters.map((parameter) =>
+          fc.option(queryValue(parameter), { freq: 2 }).map((values) => (values ?? []).map((value) => [parameter.name, value] as [string, string])),
+        ),
+      ),
       fc.option(fc.array(fc.tuple(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 16 })), { maxLength: 2 }), { freq: 4 }),
     )
     .map(([known, extra]) => [...known.flat(), ...(extra ?? [])]);
-  const needsAuth = operation.security.length > 0 && operation.security.some((requirement) => Object.keys(requirement).every((scheme) => fixtures.tokens[scheme] !== undefined && document.components?.securitySchemes?.[scheme]));
+  const needsAuth =
+    operation.security.length > 0 &&
+    operation.security.some((requirement) =>
+      Object.keys(requirement).every((scheme) => fixtures.tokens[scheme] !== undefined && document.components?.securitySchemes?.[scheme]),
+    );
   return fc.record({
     path: fc.record(Object.fromEntries(pathParameters.map((parameter) => [parameter.name, pathValue(parameter, fixtures)]))),
     query,
@@ -182,7 +239,13 @@ function requestArbitrary(operation: FuzzOperation, fixtures: FuzzFixtures, docu
 function encodeSegment(value: string): string {
   return value
     .split('/')
-    .map((segment) => [...Buffer.from(segment, 'utf8')].map((byte) => (/[A-Za-z0-9\-._~]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`)).join(''))
+    .map((segment) =>
+      [...Buffer.from(segment, 'utf8')]
+        .map((byte) =>
+          /[A-Za-z0-9\-._~]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`,
+        )
+        .join(''),
+    )
     .join('/');
 }
 
@@ -281,7 +344,10 @@ export interface FuzzOutcome {
 
 /** Fuzzes every operation of the given contracts (default: all) against one fresh server; never throws for a failed check. */
 export async function runFuzzContract(contracts?: string[]): Promise<FuzzOutcome> {
-  const all = readdirSync(join(ROOT, 'contracts/openapi')).filter((file) => file.endsWith('.yaml')).map((file) => file.replace(/\.yaml$/, '')).sort();
+  const all = readdirSync(join(ROOT, 'contracts/openapi'))
+    .filter((file) => file.endsWith('.yaml'))
+    .map((file) => file.replace(/\.yaml$/, ''))
+    .sort();
   const names = contracts && contracts.length > 0 ? all.filter((name) => contracts.includes(name)) : all;
   const seed = Number(process.env.FUZZ_SEED ?? 20261122);
   const runs = Number(process.env.FUZZ_RUNS ?? 40);
@@ -331,7 +397,15 @@ export async function runFuzzContract(contracts?: string[]): Promise<FuzzOutcome
           fuzzed++;
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
-          failures.push(`failed: ${contract} ${operation.id} (${operation.method} ${operation.template}) — reproduce with FUZZ_SEED=${seed} FUZZ_ONLY=${operation.id}`, `  request: ${last}`, `  problem: ${(problem || message).slice(0, 1500)}`, ...message.split('\n').filter((line) => /^(Counterexample|\{ seed)/.test(line)).map((line) => `  ${line.slice(0, 600)}`));
+          failures.push(
+            `failed: ${contract} ${operation.id} (${operation.method} ${operation.template}) — reproduce with FUZZ_SEED=${seed} FUZZ_ONLY=${operation.id}`,
+            `  request: ${last}`,
+            `  problem: ${(problem || message).slice(0, 1500)}`,
+            ...message
+              .split('\n')
+              .filter((line) => /^(Counterexample|\{ seed)/.test(line))
+              .map((line) => `  ${line.slice(0, 600)}`),
+          );
         }
         const health = await fetch(`${server.url}/healthz`).catch((error: unknown) => ({ status: 0, error }));
         if (health.status !== 200) {
@@ -341,7 +415,8 @@ export async function runFuzzContract(contracts?: string[]): Promise<FuzzOutcome
       }
     }
   } catch (error) {
-    if (!(error instanceof Error && error.message === 'server down')) failures.push(`crashed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    if (!(error instanceof Error && error.message === 'server down'))
+      failures.push(`crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
     await server.close();
   }

@@ -33,7 +33,9 @@ async function generate(outRoot: string): Promise<void> {
 
   const openapiDir = join(ROOT, 'contracts/openapi');
   mkdirSync(join(outRoot, 'generated/openapi'), { recursive: true });
-  for (const file of readdirSync(openapiDir).filter((name) => name.endsWith('.yaml')).sort()) {
+  for (const file of readdirSync(openapiDir)
+    .filter((name) => name.endsWith('.yaml'))
+    .sort()) {
     const ast = await openapiTS(new URL(`file://${join(openapiDir, file)}`));
     const text = `${HEADER}${astToString(ast)}`;
     writeFileSync(join(outRoot, 'generated/openapi', file.replace(/\.yaml$/, '.ts')), text);
@@ -42,13 +44,21 @@ async function generate(outRoot: string): Promise<void> {
   const graphqlDir = join(ROOT, 'contracts/graphql');
   if (existsSync(graphqlDir)) {
     mkdirSync(join(outRoot, 'generated/graphql'), { recursive: true });
-    for (const file of readdirSync(graphqlDir).filter((name) => name.endsWith('.graphql')).sort()) {
+    for (const file of readdirSync(graphqlDir)
+      .filter((name) => name.endsWith('.graphql'))
+      .sort()) {
       const schema = buildSchema(readFileSync(join(graphqlDir, file), 'utf8'));
       const output = await codegen({
         schema: parse(printSchema(schema)),
         documents: [],
         filename: file.replace(/\.graphql$/, '.ts'),
-        config: { useTypeImports: true, contextType: 'unknown', enumsAsTypes: true, avoidOptionals: { field: true, inputValue: false, object: true, defaultValue: false }, mappers: GRAPHQL_MAPPERS[file] ?? {} },
+        config: {
+          useTypeImports: true,
+          contextType: 'unknown',
+          enumsAsTypes: true,
+          avoidOptionals: { field: true, inputValue: false, object: true, defaultValue: false },
+          mappers: GRAPHQL_MAPPERS[file] ?? {},
+        },
         plugins: [{ typescript: {} }, { typescriptResolvers: {} }],
         pluginMap: { typescript: typescriptPlugin, typescriptResolvers: resolversPlugin },
       });
@@ -69,8 +79,12 @@ if (check) {
   const scratch = mkdtempSync(join(tmpdir(), 'generated-'));
   try {
     await generate(scratch);
-    const fresh = listFiles(join(scratch, 'generated')).map((path) => relative(scratch, path)).sort();
-    const committed = listFiles(join(ROOT, 'generated')).map((path) => relative(ROOT, path)).sort();
+    const fresh = listFiles(join(scratch, 'generated'))
+      .map((path) => relative(scratch, path))
+      .sort();
+    const committed = listFiles(join(ROOT, 'generated'))
+      .map((path) => relative(ROOT, path))
+      .sort();
     const problems: string[] = [];
     for (const path of new Set([...fresh, ...committed])) {
       if (!fresh.includes(path)) problems.push(`${path} is not produced by the contracts any more`);

@@ -40,7 +40,12 @@ const ADMIN = { name: 'grpc-client-contract-admin', password: 'grpc-client-contr
 const READER = { name: 'grpc-client-contract-reader', password: 'grpc-client-contract-reader-pw' };
 
 /** Services whose errors are not cloud errors (no ServiceError detail promised). */
-const SERVICE_ERROR_EXEMPT = new Set(['cloud.common.v1.ServerInfoService', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection']);
+const SERVICE_ERROR_EXEMPT = new Set([
+  'cloud.common.v1.ServerInfoService',
+  'grpc.health.v1.Health',
+  'grpc.reflection.v1.ServerReflection',
+  'grpc.reflection.v1alpha.ServerReflection',
+]);
 
 export interface GrpcClientOutcome {
   contract: string;
@@ -52,7 +57,13 @@ export interface GrpcClientOutcome {
 }
 
 /** A bidirectional-streaming call with grpc-js: writes every request, then collects every response. */
-function streamCall<I extends DescMessage, O extends DescMessage>(client: grpc.Client, path: string, input: I, output: O, requests: Array<MessageInitShape<I>>): Promise<Array<MessageShape<O>>> {
+function streamCall<I extends DescMessage, O extends DescMessage>(
+  client: grpc.Client,
+  path: string,
+  input: I,
+  output: O,
+  requests: Array<MessageInitShape<I>>,
+): Promise<Array<MessageShape<O>>> {
   return new Promise((resolve, reject) => {
     const call = client.makeBidiStreamRequest(
       path,
@@ -72,7 +83,8 @@ function streamCall<I extends DescMessage, O extends DescMessage>(client: grpc.C
 /** Every service and file the server describes through reflection v1. */
 async function discover(client: grpc.Client): Promise<{ services: DescService[]; registry: FileRegistry }> {
   const path = `/${reflectionV1.ServerReflection.typeName}/ServerReflectionInfo`;
-  const call = (requests: ReflectionRequest[]) => streamCall(client, path, reflectionV1.ServerReflectionRequestSchema, reflectionV1.ServerReflectionResponseSchema, requests);
+  const call = (requests: ReflectionRequest[]) =>
+    streamCall(client, path, reflectionV1.ServerReflectionRequestSchema, reflectionV1.ServerReflectionResponseSchema, requests);
   const [list] = await call([{ messageRequest: { case: 'listServices', value: '' } }]);
   if (list?.messageResponse.case !== 'listServicesResponse') throw new Error(`reflection list_services answered ${list?.messageResponse.case}`);
   const names = list.messageResponse.value.service.map((service) => service.name);
@@ -130,7 +142,10 @@ const jsonOptions = { registry: cloudJsonRegistry };
  */
 const PROTOCOLS: Protocol[] = [
   { name: 'gRPC (grpc-js)', client: (url) => new GrpcTestClient(url) },
-  { name: 'Connect JSON', client: (baseUrl) => new ConnectTestClient(createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: false, jsonOptions })) },
+  {
+    name: 'Connect JSON',
+    client: (baseUrl) => new ConnectTestClient(createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: false, jsonOptions })),
+  },
   { name: 'Connect binary', client: (baseUrl) => new ConnectTestClient(createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: true })) },
   { name: 'gRPC-Web', client: (baseUrl) => new ConnectTestClient(createGrpcWebTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: true })) },
   { name: 'gRPC JSON (connect-node)', client: (baseUrl) => new ConnectTestClient(createGrpcTransport({ baseUrl, useBinaryFormat: false, jsonOptions })) },
@@ -153,7 +168,10 @@ export async function runGrpcClientContract(): Promise<GrpcClientOutcome> {
   return {
     contract: `RPC (${PROTOCOLS.map((protocol) => protocol.name).join(', ')})`,
     ok,
-    lines: [`${rpcs} RPCs served, ${exercised} exercised over all ${PROTOCOLS.length} protocols`, ...outcomes.flatMap((outcome) => outcome.lines.map((line, index) => (index === 0 ? `${outcome.protocol}: ${line}` : `  ${line}`)))],
+    lines: [
+      `${rpcs} RPCs served, ${exercised} exercised over all ${PROTOCOLS.length} protocols`,
+      ...outcomes.flatMap((outcome) => outcome.lines.map((line, index) => (index === 0 ? `${outcome.protocol}: ${line}` : `  ${line}`))),
+    ],
     rpcs,
     exercised,
   };
@@ -188,17 +206,27 @@ async function runOverProtocol(protocol: Protocol): Promise<ProtocolOutcome> {
   try {
     console.log(`\n=== ${protocol.name}: every RPC against ${server.url}`);
     const admin = await signIn(server.url, ADMIN);
-    const created = await fetch(`${server.url}/api/users`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: JSON.stringify({ ...READER, isAdmin: false }) });
+    const created = await fetch(`${server.url}/api/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+      body: JSON.stringify({ ...READER, isAdmin: false }),
+    });
     if (created.status !== 200) throw new Error(`creating the reader answered ${created.status}`);
     const reader = await signIn(server.url, READER);
     const { services, registry } = await discover(client.client);
-    const served = new Map<string, { service: DescService; method: DescService['methods'][number] }>(services.flatMap((service) => service.methods.map((method) => [`/${service.typeName}/${method.name}`, { service, method }] as const)));
+    const served = new Map<string, { service: DescService; method: DescService['methods'][number] }>(
+      services.flatMap((service) => service.methods.map((method) => [`/${service.typeName}/${method.name}`, { service, method }] as const)),
+    );
     rpcs = served.size;
 
     // Instances need real projects (IAM): one per name, made by the admin on first use.
     const projects = new Map<string, Promise<string>>();
     const projectNamed = (name: string): Promise<string> => {
-      if (!projects.has(name)) projects.set(name, client.call(ProjectService.method.create, { metadata: { name } }, { token: admin }).then(({ message }) => message.resourceId));
+      if (!projects.has(name))
+        projects.set(
+          name,
+          client.call(ProjectService.method.create, { metadata: { name } }, { token: admin }).then(({ message }) => message.resourceId),
+        );
       return projects.get(name) as Promise<string>;
     };
     const memos = new Map<string, Promise<unknown>>();
@@ -223,8 +251,20 @@ async function runOverProtocol(protocol: Protocol): Promise<ProtocolOutcome> {
       },
       reflect: ((version: 'v1' | 'v1alpha', requests: ReflectionRequest[]) =>
         version === 'v1'
-          ? streamCall(client.client, `/${reflectionV1.ServerReflection.typeName}/ServerReflectionInfo`, reflectionV1.ServerReflectionRequestSchema, reflectionV1.ServerReflectionResponseSchema, requests)
-          : streamCall(client.client, `/${reflectionV1alpha.ServerReflection.typeName}/ServerReflectionInfo`, reflectionV1alpha.ServerReflectionRequestSchema, reflectionV1alpha.ServerReflectionResponseSchema, requests)) as RpcContext['reflect'],
+          ? streamCall(
+              client.client,
+              `/${reflectionV1.ServerReflection.typeName}/ServerReflectionInfo`,
+              reflectionV1.ServerReflectionRequestSchema,
+              reflectionV1.ServerReflectionResponseSchema,
+              requests,
+            )
+          : streamCall(
+              client.client,
+              `/${reflectionV1alpha.ServerReflection.typeName}/ServerReflectionInfo`,
+              reflectionV1alpha.ServerReflectionRequestSchema,
+              reflectionV1alpha.ServerReflectionResponseSchema,
+              requests,
+            )) as RpcContext['reflect'],
     };
 
     for (const key of Object.keys(RPC_CASES)) if (!served.has(key)) failures.push(`cases for ${key}, which the server does not serve`);
@@ -261,12 +301,15 @@ async function runOverProtocol(protocol: Protocol): Promise<ProtocolOutcome> {
       }
       const exemptFromErrors = key in NO_ERROR_CASES;
       if (success && (error || exemptFromErrors)) exercised.add(key);
-      else uncovered.push(`${key} (${[success ? '' : 'no passing success case', error || exemptFromErrors ? '' : 'no passing error case'].filter(Boolean).join(', ')})`);
+      else
+        uncovered.push(
+          `${key} (${[success ? '' : 'no passing success case', error || exemptFromErrors ? '' : 'no passing error case'].filter(Boolean).join(', ')})`,
+        );
     }
     if (uncovered.length > 0) failures.push('RPCs not exercised (add cases to test/contract/grpc-cases.ts):', ...uncovered.map((line) => `  - ${line}`));
     info.push(`${served.size} RPCs served (from reflection), ${exercised.size} exercised`);
   } catch (thrown) {
-    failures.push(`crashed: ${thrown instanceof Error ? thrown.stack ?? thrown.message : String(thrown)}`);
+    failures.push(`crashed: ${thrown instanceof Error ? (thrown.stack ?? thrown.message) : String(thrown)}`);
   } finally {
     client.close();
     if (calls instanceof GrpcTestClient) calls.close();

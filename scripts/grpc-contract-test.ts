@@ -89,7 +89,11 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
           parsed = {};
         }
         check(`${method} answers ${code}`, result.code !== 0 && parsed.code === code, result.stderr.trim());
-        check(`${method} ${code} carries a ServiceError`, (parsed.details ?? []).some((detail) => detail.type === 'cloud.common.v1.ServiceError'), result.stderr.trim());
+        check(
+          `${method} ${code} carries a ServiceError`,
+          (parsed.details ?? []).some((detail) => detail.type === 'cloud.common.v1.ServiceError'),
+          result.stderr.trim(),
+        );
       };
       const waitDone = async (id: string) => {
         for (let attempt = 0; attempt < 100; attempt++) {
@@ -125,7 +129,10 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       const privateKey = String(generated.privateKey ?? '');
       check('Generate returns the private key once', privateKey.startsWith('-----BEGIN PRIVATE KEY-----'));
       const uploaded = await call(`${K}/Create`, {
-        spec: { serviceAccountId: accountId, data: generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString() },
+        spec: {
+          serviceAccountId: accountId,
+          data: generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+        },
       });
       await call(`${K}/Get`, { id: keyId });
       await call(`${K}/List`, { parentId, filter: `service_account_id = "${accountId}"` });
@@ -133,9 +140,18 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       await call(`${K}/Activate`, { id: String(uploaded.resourceId ?? '') });
       await call(`${K}/Delete`, { id: String(uploaded.resourceId ?? '') });
       const anonymous = await bufCurl(url, 'cloud.iam.v1.ProfileService/Get', {}, {});
-      check('ProfileService.Get without a token answers anonymousProfile', anonymous.code === 0 && anonymous.stdout.includes('anonymousProfile'), anonymous.stderr);
+      check(
+        'ProfileService.Get without a token answers anonymousProfile',
+        anonymous.code === 0 && anonymous.stdout.includes('anonymousProfile'),
+        anonymous.stderr,
+      );
       const jwt = signServiceAccountJwt({ serviceAccountId: accountId, keyId, privateKey });
-      const exchange = { grantType: 'urn:ietf:params:oauth:grant-type:token-exchange', requestedTokenType: 'urn:ietf:params:oauth:token-type:access_token', subjectToken: jwt, subjectTokenType: 'urn:ietf:params:oauth:token-type:jwt' };
+      const exchange = {
+        grantType: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        requestedTokenType: 'urn:ietf:params:oauth:token-type:access_token',
+        subjectToken: jwt,
+        subjectTokenType: 'urn:ietf:params:oauth:token-type:jwt',
+      };
       const exchanged = await bufCurl(url, 'cloud.iam.v1.TokenExchangeService/Exchange', exchange, {});
       check('TokenExchangeService.Exchange succeeds without a bearer token', exchanged.code === 0, exchanged.stderr);
       const robotToken = exchanged.code === 0 ? String((JSON.parse(exchanged.stdout) as { accessToken?: string }).accessToken ?? '') : '';
@@ -147,7 +163,11 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       await expectError(`${P}/Create`, { metadata: { name: 'robot-made' } }, 'permission_denied', { Authorization: `Bearer ${robotToken}` });
 
       await call(`${I}/List`, { parentId });
-      const created = await call(`${I}/Create`, { metadata: { parentId, name: 'contract-vm' }, spec: { description: 'made by buf curl' } }, { 'X-Idempotency-Key': 'contract-create-000000000001' });
+      const created = await call(
+        `${I}/Create`,
+        { metadata: { parentId, name: 'contract-vm' }, spec: { description: 'made by buf curl' } },
+        { 'X-Idempotency-Key': 'contract-create-000000000001' },
+      );
       check('Create returns a running Operation', typeof created.id === 'string' && created.status === undefined, JSON.stringify(created));
       const resourceId = String(created.resourceId ?? '');
       await waitDone(String(created.id));
@@ -175,7 +195,7 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       await app.close();
     }
   } catch (error) {
-    failures.push(`crashed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    failures.push(`crashed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   } finally {
     await store.remove();
   }

@@ -45,7 +45,9 @@ const config = await createConfig({
     'info-license-url': 'off',
   },
 });
-for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) => name.endsWith('.yaml')).sort()) {
+for (const file of readdirSync(join(ROOT, 'contracts/openapi'))
+  .filter((name) => name.endsWith('.yaml'))
+  .sort()) {
   await step(`openapi lint ${file}`, async () => {
     const problems = await lint({ ref: join(ROOT, 'contracts/openapi', file), config });
     const errors = problems.filter((problem) => problem.severity === 'error');
@@ -60,7 +62,9 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
 
 const graphqlDir = join(ROOT, 'contracts/graphql');
 if (existsSync(graphqlDir)) {
-  for (const file of readdirSync(graphqlDir).filter((name) => name.endsWith('.graphql')).sort()) {
+  for (const file of readdirSync(graphqlDir)
+    .filter((name) => name.endsWith('.graphql'))
+    .sort()) {
     await step(`graphql schema ${file}`, () => {
       const errors = validateSchema(buildSchema(readFileSync(join(graphqlDir, file), 'utf8')));
       if (errors.length > 0) throw new Error(errors.map((error) => error.message).join('\n'));

@@ -15,7 +15,9 @@ const configFile = ts.readConfigFile(`${ROOT}tsconfig.json`, (path) => ts.sys.re
 const parsed = ts.parseJsonConfigFileContent(configFile.config, ts.sys, ROOT);
 const program = ts.createProgram(parsed.fileNames, parsed.options);
 const checker = program.getTypeChecker();
-const sources = program.getSourceFiles().filter((file) => !file.isDeclarationFile && file.fileName.startsWith(ROOT) && !file.fileName.includes('/node_modules/'));
+const sources = program
+  .getSourceFiles()
+  .filter((file) => !file.isDeclarationFile && file.fileName.startsWith(ROOT) && !file.fileName.includes('/node_modules/'));
 
 /** The declarations a symbol stands for, through import and re-export aliases. */
 function target(symbol: ts.Symbol): ts.Symbol {

@@ -199,10 +199,15 @@ function metricsToken(env: Env): string | undefined {
 function corsOrigins(env: Env): string[] {
   const raw = optional(env, 'CORS_ORIGINS');
   if (raw === undefined) return [];
-  const origins = raw.split(',').map((origin) => origin.trim().toLowerCase()).filter((origin) => origin !== '');
+  const origins = raw
+    .split(',')
+    .map((origin) => origin.trim().toLowerCase())
+    .filter((origin) => origin !== '');
   for (const origin of origins) {
     if (origin !== '*' && !/^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/.test(origin)) {
-      throw new ConfigError(`CORS_ORIGINS must be * or a comma list of origins like https://app.example.com (scheme, host, optional port, no path), got "${origin}"`);
+      throw new ConfigError(
+        `CORS_ORIGINS must be * or a comma list of origins like https://app.example.com (scheme, host, optional port, no path), got "${origin}"`,
+      );
     }
   }
   if (origins.includes('*') && origins.length > 1) throw new ConfigError('CORS_ORIGINS: * allows every origin and cannot be combined with a list');
@@ -210,11 +215,14 @@ function corsOrigins(env: Env): string[] {
 }
 
 /** Timeouts of the one port's connections (docs/architecture.md, "One port"). */
-function connectionTimeouts(env: Env): Pick<Config, 'firstByteTimeoutMs' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'http2IdleTimeoutMs'> {
+function connectionTimeouts(
+  env: Env,
+): Pick<Config, 'firstByteTimeoutMs' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'http2IdleTimeoutMs'> {
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 20_000, 10, 600_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 10, 3_600_000);
   // Node refuses a headers timeout longer than the request timeout it is part of.
-  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  if (headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
   return {
     firstByteTimeoutMs: integer(env, 'FIRST_BYTE_TIMEOUT_MS', 10_000, 10, 600_000),
     headersTimeoutMs,

@@ -110,16 +110,33 @@ export function toAppError(error: unknown): AppError {
   // fault, not the server's. Engines reject it with the field named first; this is the safety net.
   const sqlState = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
   if (sqlState === '22021' || sqlState === '22P05') {
-    return new AppError('invalid_argument', 'text must not contain NUL characters', { violations: [{ field: '', message: 'must not contain NUL characters' }], cause: error });
+    return new AppError('invalid_argument', 'text must not contain NUL characters', {
+      violations: [{ field: '', message: 'must not contain NUL characters' }],
+      cause: error,
+    });
   }
   if (isDatabaseUnavailable(error)) {
-    return new AppError('unavailable', 'The service is temporarily unavailable; retry later.', { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS, cause: error });
+    return new AppError('unavailable', 'The service is temporarily unavailable; retry later.', {
+      retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS,
+      cause: error,
+    });
   }
   return new AppError('internal', 'Internal Server Error', { cause: error });
 }
 
 /** Socket errors of a connection that could not be made or was cut. */
-const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN', 'EAI_AGAIN']);
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EAI_AGAIN',
+]);
 
 /**
  * SQLSTATEs that say "the server is going away or not accepting work", not "your query is wrong":
@@ -129,7 +146,8 @@ const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 const UNAVAILABLE_SQLSTATES = /^(08...|57P0[123]|57014|53300)$/;
 
 /** Messages of pg and knex for a connection that died, never came (pg's connect timeout is a bare "timeout expired"), or never answered. */
-const UNAVAILABLE_MESSAGES = /^timeout expired$|Connection terminated|Connection ended unexpectedly|Query read timeout|Timeout acquiring a connection|Client has encountered a connection error|Client was closed and is not queryable|terminating connection/i;
+const UNAVAILABLE_MESSAGES =
+  /^timeout expired$|Connection terminated|Connection ended unexpectedly|Query read timeout|Timeout acquiring a connection|Client has encountered a connection error|Client was closed and is not queryable|terminating connection/i;
 
 /**
  * Whether an error means the database cannot be reached right now (refused, reset, timed out,

@@ -8,11 +8,29 @@ export type { Logger };
  * so a careless `log.info({ body })` stays safe.
  */
 const REDACT = [
-  'password', 'oldPassword', 'accessToken', 'access_token', 'subject_token', 'subjectToken', 'private_key',
-  'privateKey', 'token', 'authorization',
-  '*.password', '*.oldPassword', '*.accessToken', '*.access_token', '*.subject_token', '*.subjectToken',
-  '*.private_key', '*.privateKey', '*.token', '*.authorization',
-  'req.headers.authorization', 'req.headers["x-access-token"]', 'req.headers.cookie',
+  'password',
+  'oldPassword',
+  'accessToken',
+  'access_token',
+  'subject_token',
+  'subjectToken',
+  'private_key',
+  'privateKey',
+  'token',
+  'authorization',
+  '*.password',
+  '*.oldPassword',
+  '*.accessToken',
+  '*.access_token',
+  '*.subject_token',
+  '*.subjectToken',
+  '*.private_key',
+  '*.privateKey',
+  '*.token',
+  '*.authorization',
+  'req.headers.authorization',
+  'req.headers["x-access-token"]',
+  'req.headers.cookie',
 ];
 
 /**

@@ -34,12 +34,15 @@ export function describeStartupError(error: unknown, step: StartupStep, settings
     return `${where} cannot be bound: ${message}`;
   }
   if (settings.databaseUrl === undefined) {
-    return error instanceof StartupTimeoutError ? `DATA_DIR ${settings.dataDir}: the embedded database did not open within ${error.timeoutMs / 1000} s (STARTUP_TIMEOUT_MS)` : `DATA_DIR ${settings.dataDir}: ${message}`;
+    return error instanceof StartupTimeoutError
+      ? `DATA_DIR ${settings.dataDir}: the embedded database did not open within ${error.timeoutMs / 1000} s (STARTUP_TIMEOUT_MS)`
+      : `DATA_DIR ${settings.dataDir}: ${message}`;
   }
   const target = `DATABASE_URL ${withoutPassword(settings.databaseUrl)}`;
   if (error instanceof StartupTimeoutError) return `${target}: the database did not answer within ${error.timeoutMs / 1000} s (STARTUP_TIMEOUT_MS)`;
   // pg's connect timeout and knex's pool timeout carry no code, only these names and messages.
-  if (code === undefined && /^(timeout expired|Connection terminated due to connection timeout)$/.test(message)) return `${target}: the database did not answer (connection timed out)`;
+  if (code === undefined && /^(timeout expired|Connection terminated due to connection timeout)$/.test(message))
+    return `${target}: the database did not answer (connection timed out)`;
   if (error instanceof Error && error.name === 'KnexTimeoutError') return `${target}: the database did not answer (no connection within the acquire timeout)`;
   switch (code) {
     case 'ECONNREFUSED':

@@ -18,12 +18,15 @@ export function createLocalSignIn<Result>(check: CredentialCheck<Result>, option
   const passport = new Passport();
   passport.use(
     'local',
-    new LocalStrategy({ usernameField: options.usernameField ?? 'name', passwordField: 'password', passReqToCallback: true, session: false }, (req, name, password, done) => {
-      check(name, password, (req as unknown as CredentialRequest).address).then(
-        (result) => done(null, result as Express.User),
-        (error: unknown) => done(error),
-      );
-    }),
+    new LocalStrategy(
+      { usernameField: options.usernameField ?? 'name', passwordField: 'password', passReqToCallback: true, session: false },
+      (req, name, password, done) => {
+        check(name, password, (req as unknown as CredentialRequest).address).then(
+          (result) => done(null, result as Express.User),
+          (error: unknown) => done(error),
+        );
+      },
+    ),
   );
   return (body: unknown, address: string): Promise<Result | undefined> =>
     new Promise((resolve, reject) => {

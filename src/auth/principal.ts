@@ -32,8 +32,7 @@ export async function resolvePrincipal(resolvers: readonly PrincipalResolver[], 
  * `projectId` is the project the resource lives in (its parent).
  */
 export function authorize(principal: Principal, access: Access, projectId: string): void {
-  const allowed =
-    principal.kind === 'user' ? principal.isAdmin || access === 'read' : principal.projectId === projectId && projectId !== '';
+  const allowed = principal.kind === 'user' ? principal.isAdmin || access === 'read' : principal.projectId === projectId && projectId !== '';
   if (!allowed) {
     throw new AppError('permission_denied', `${principal.id} may not ${access === 'read' ? 'read' : 'change'} resources of ${projectId || 'this parent'}`, {
       resourceId: projectId,

@@ -147,8 +147,9 @@ export class TokenService {
 
   private async reload(): Promise<void> {
     this.lastReload = Date.now();
-    const rows: Array<{ kid: string; private_key_pem: string; public_key_pem: string; created_at: Date; retired_at: Date | null }> =
-      await this.knex('signing_keys').select('kid', 'private_key_pem', 'public_key_pem', 'created_at', 'retired_at');
+    const rows: Array<{ kid: string; private_key_pem: string; public_key_pem: string; created_at: Date; retired_at: Date | null }> = await this.knex(
+      'signing_keys',
+    ).select('kid', 'private_key_pem', 'public_key_pem', 'created_at', 'retired_at');
     const keys = new Map<string, SigningKey>();
     for (const row of rows) {
       keys.set(row.kid, {

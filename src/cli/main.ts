@@ -190,7 +190,10 @@ async function run(argv: string[]): Promise<number> {
     }
     case 'iam project create': {
       needToken(globals);
-      const operation = await createClient(ProjectService, transport).create({ metadata: { name: required(values, 'name') }, spec: { description: values.description ?? '' } });
+      const operation = await createClient(ProjectService, transport).create({
+        metadata: { name: required(values, 'name') },
+        spec: { description: values.description ?? '' },
+      });
       printMessage(OperationSchema, operation);
       return operation.status && operation.status.code !== 0 ? 1 : 0;
     }
@@ -228,16 +231,23 @@ async function run(argv: string[]): Promise<number> {
     case 'iam exchange': {
       const file = readKeyFile(required(values, 'key'));
       const ttlSeconds = values.ttl === undefined ? undefined : Number(values.ttl);
-      if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds > 0)) throw new UsageError('--ttl must be a positive whole number of seconds');
+      if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds > 0))
+        throw new UsageError('--ttl must be a positive whole number of seconds');
       const jwt = signServiceAccountJwt({ serviceAccountId: file.service_account_id, keyId: file.id, privateKey: file.private_key }, { ttlSeconds });
       if (values.http) {
         const response = await fetch(`${globals.server}/oauth2/token/exchange`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: GRANT_TYPE, requested_token_type: ACCESS_TOKEN_TYPE, subject_token: jwt, subject_token_type: JWT_TYPE }).toString(),
+          body: new URLSearchParams({
+            grant_type: GRANT_TYPE,
+            requested_token_type: ACCESS_TOKEN_TYPE,
+            subject_token: jwt,
+            subject_token_type: JWT_TYPE,
+          }).toString(),
         });
         const body = (await response.json().catch(() => ({}))) as { access_token?: string; error?: string; error_description?: string };
-        if (response.status !== 200 || !body.access_token) throw new Error(`exchange failed (${response.status}): ${body.error ?? ''} ${body.error_description ?? ''}`.trim());
+        if (response.status !== 200 || !body.access_token)
+          throw new Error(`exchange failed (${response.status}): ${body.error ?? ''} ${body.error_description ?? ''}`.trim());
         print(body.access_token);
         return 0;
       }

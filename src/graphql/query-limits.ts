@@ -43,7 +43,12 @@ export function depthLimitRule(maxDepth: number): ValidationRule {
       OperationDefinition(operation) {
         const depth = walk.depth(operation.selectionSet);
         if (depth > maxDepth) {
-          context.reportError(new GraphQLError(`The query is at least ${depth} levels deep; at most ${maxDepth} are allowed.`, { nodes: [operation], extensions: { code: 'QUERY_TOO_DEEP' } }));
+          context.reportError(
+            new GraphQLError(`The query is at least ${depth} levels deep; at most ${maxDepth} are allowed.`, {
+              nodes: [operation],
+              extensions: { code: 'QUERY_TOO_DEEP' },
+            }),
+          );
         }
       },
     };
@@ -102,10 +107,20 @@ export function costLimitRule({ maxCost, assumedLimit, fieldCosts = {} }: CostLi
     };
     return {
       OperationDefinition(operation) {
-        const root = operation.operation === 'mutation' ? schema.getMutationType() : operation.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType();
+        const root =
+          operation.operation === 'mutation'
+            ? schema.getMutationType()
+            : operation.operation === 'subscription'
+              ? schema.getSubscriptionType()
+              : schema.getQueryType();
         const cost = walk.cost(operation.selectionSet, root ?? undefined);
         if (cost > maxCost) {
-          context.reportError(new GraphQLError(`The query's estimated cost is at least ${cost}; at most ${maxCost} is allowed.`, { nodes: [operation], extensions: { code: 'QUERY_TOO_COSTLY' } }));
+          context.reportError(
+            new GraphQLError(`The query's estimated cost is at least ${cost}; at most ${maxCost} is allowed.`, {
+              nodes: [operation],
+              extensions: { code: 'QUERY_TOO_COSTLY' },
+            }),
+          );
         }
       },
     };

@@ -72,7 +72,8 @@ export function grpcHealthModule(options: HealthOptions): ServerModule {
   const probe = new DatabaseProbe(options.db, options.probeTimeoutMs ?? 1000, options.probeCacheMs ?? 1000);
   const watchIntervalMs = options.watchIntervalMs ?? 1000;
   const draining = new AbortController();
-  const status = async (): Promise<ServingStatus> => (options.isServing() && !draining.signal.aborted && (await probe.ok()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  const status = async (): Promise<ServingStatus> =>
+    options.isServing() && !draining.signal.aborted && (await probe.ok()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
 
   const services = (served: () => readonly DescService[]): RpcService[] => {
     const known = (service: string) => service === '' || served().some((candidate) => candidate.typeName === service);

@@ -24,7 +24,9 @@ const INVALID_ARGUMENT = 3;
 
 function answer(index: DescriptorIndex, request: ReflectionRequest): ReflectionAnswer {
   const files = (found: Uint8Array[] | undefined, what: string): ReflectionAnswer =>
-    found ? { case: 'fileDescriptorResponse', value: { fileDescriptorProto: found } } : { case: 'errorResponse', value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` } };
+    found
+      ? { case: 'fileDescriptorResponse', value: { fileDescriptorProto: found } }
+      : { case: 'errorResponse', value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` } };
   const message = request.messageRequest;
   switch (message.case) {
     case 'listServices':
@@ -34,7 +36,10 @@ function answer(index: DescriptorIndex, request: ReflectionRequest): ReflectionA
     case 'fileContainingSymbol':
       return files(index.fileContainingSymbol(message.value), `symbol ${message.value}`);
     case 'fileContainingExtension':
-      return files(index.fileContainingExtension(message.value.containingType, message.value.extensionNumber), `extension ${message.value.extensionNumber} of ${message.value.containingType}`);
+      return files(
+        index.fileContainingExtension(message.value.containingType, message.value.extensionNumber),
+        `extension ${message.value.extensionNumber} of ${message.value.containingType}`,
+      );
     case 'allExtensionNumbersOfType': {
       const numbers = index.extensionNumbers(message.value);
       return numbers
@@ -56,7 +61,8 @@ export function reflectionServices(served: () => readonly DescService[]): RpcSer
   let cached: { services: readonly DescService[]; index: DescriptorIndex } | undefined;
   const index = () => {
     const services = served();
-    if (cached?.services !== services) cached = { services, index: new DescriptorIndex(new Map(services.map((service) => [service.typeName, service])).values()) };
+    if (cached?.services !== services)
+      cached = { services, index: new DescriptorIndex(new Map(services.map((service) => [service.typeName, service])).values()) };
     return cached.index;
   };
   const current = rpcService(v1.ServerReflection, {

@@ -71,7 +71,10 @@ const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
  */
 export const PUBLISHING_STORE_FIELD_COST = 25;
 export const PUBLISHING_FIELD_COSTS: Readonly<Record<string, number>> = Object.fromEntries(
-  [...Object.keys(publishingResolvers.Query ?? {}).map((name) => `Query.${name}`), ...Object.keys(publishingResolvers.Mutation ?? {}).map((name) => `Mutation.${name}`)].map((key) => [key, PUBLISHING_STORE_FIELD_COST]),
+  [
+    ...Object.keys(publishingResolvers.Query ?? {}).map((name) => `Query.${name}`),
+    ...Object.keys(publishingResolvers.Mutation ?? {}).map((name) => `Mutation.${name}`),
+  ].map((key) => [key, PUBLISHING_STORE_FIELD_COST]),
 );
 
 /** The executable schema: the SDL of contracts/graphql with the resolvers above. */
@@ -90,7 +93,13 @@ export function formatPublishingError(error: GraphQLError, requestId: string, lo
   // The same classification as REST (e.g. an unreachable database is UNAVAILABLE / 503, not internal).
   const appError = toAppError(original);
   if (appError.code === 'internal') log(original, requestId);
-  return new GraphQLError(publicMessage(appError), { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions: extensionsOf(appError) });
+  return new GraphQLError(publicMessage(appError), {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    extensions: extensionsOf(appError),
+  });
 }
 
 /**

@@ -6,8 +6,6 @@ import { presentedToken, type RequestHeaders } from '../auth/bearer-token.js';
 import type { PublishingServices } from '../services/publishing/index.js';
 import type { PublishingCaller } from '../services/publishing/rules.js';
 
-
-
 /**
  * The one way `/v1` and `/graphql` authenticate a request: its presented token (`presentedToken`,
  * Bearer or `x-access-token`) resolved to a caller, or undefined when it presents none; a bad

@@ -5,8 +5,6 @@ import type { RestCall, RestHandlers, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
 import type { AccountCaller, UserService } from '../services/user-service.js';
 
-
-
 /**
  * The users API's error body (docs/users-api.md): `{statusCode, message, error}`; 401 keeps its two-field form. It is
  * also the shape of the server's own routes that no contract describes (health, key set, the 404).

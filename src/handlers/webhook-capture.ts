@@ -60,7 +60,8 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       reply(res, req.method, renderProblemDetails(new AppError('not_found', NO_SUCH_ROUTE)));
     } else if (route.response) {
       const headers: Record<string, string> = { ...route.response.headers };
-      if (route.response.body !== '' && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type')) headers['content-type'] = 'text/plain; charset=utf-8';
+      if (route.response.body !== '' && !Object.keys(headers).some((name) => name.toLowerCase() === 'content-type'))
+        headers['content-type'] = 'text/plain; charset=utf-8';
       reply(res, req.method, { status: route.response.status, headers, body: Buffer.from(route.response.body, 'utf8') });
     } else {
       reply(res, req.method, { status: 200, body: { ok: true, requestId: record.id } });

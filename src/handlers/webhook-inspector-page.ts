@@ -42,7 +42,10 @@ const STREAM_HEADERS = {
 /** The browser side of the inspector: `GET /inspect`, the HTML page, its assets and the event stream. */
 export function createInspectorPages(webhooks: WebhookService, config: Config) {
   const assets = new Map(
-    Object.entries(ASSETS).map(([path, asset]) => [path, { body: readFileSync(new URL(`./webhook-inspector-assets/${asset.file}`, import.meta.url)), type: asset.type }]),
+    Object.entries(ASSETS).map(([path, asset]) => [
+      path,
+      { body: readFileSync(new URL(`./webhook-inspector-assets/${asset.file}`, import.meta.url)), type: asset.type },
+    ]),
   );
   const streams = new Set<() => void>();
 
@@ -72,7 +75,17 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
     async page(routeId: string, res: NodeResponse): Promise<void> {
       const route = await webhooks.findLiveRoute(routeId);
       if (!route) {
-        write(res, 404, { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' }, Buffer.from(shell('Route not found', '<main><h1>Route not found</h1><p>This route does not exist or has expired. <a href="/inspect">Create a new one</a>.</p></main>')));
+        write(
+          res,
+          404,
+          { ...PAGE_HEADERS, 'content-type': 'text/html; charset=utf-8' },
+          Buffer.from(
+            shell(
+              'Route not found',
+              '<main><h1>Route not found</h1><p>This route does not exist or has expired. <a href="/inspect">Create a new one</a>.</p></main>',
+            ),
+          ),
+        );
         return;
       }
       const body = shell(

@@ -3,11 +3,12 @@ import type { Config } from '../config.js';
 import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 
-
 /** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the request's own scheme and Host. */
 export function baseUrlOf(config: Config, headers: NodeRequest['headers']): string {
   if (config.webhookPublicUrl) return config.webhookPublicUrl;
-  const forwarded = String(headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+  const forwarded = String(headers['x-forwarded-proto'] ?? '')
+    .split(',')[0]
+    ?.trim();
   const scheme = forwarded === 'https' || forwarded === 'http' ? forwarded : config.tlsCert ? 'https' : 'http';
   const host = String(headers.host ?? headers[':authority'] ?? '');
   return `${scheme}://${/^[A-Za-z0-9.\-:[\]]+$/.test(host) ? host : `localhost:${config.port}`}`;

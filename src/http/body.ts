@@ -24,7 +24,11 @@ export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const refuse = () => {
       stopReading(req);
-      reject(new AppError('content_too_large', `The request body is larger than the limit of ${limit} bytes.`, { violations: [{ field: 'body', message: `must be at most ${limit} bytes` }] }));
+      reject(
+        new AppError('content_too_large', `The request body is larger than the limit of ${limit} bytes.`, {
+          violations: [{ field: 'body', message: `must be at most ${limit} bytes` }],
+        }),
+      );
     };
     if (Number(req.headers['content-length'] ?? 0) > limit) {
       refuse();

@@ -52,14 +52,19 @@ type ReplyBody<Response> = Response extends { content: { 'application/json': inf
  * so `npm run typecheck` refuses a handler whose reply does not match its documented response.
  */
 export type ReplyOf<Operation> = Operation extends { responses: infer Responses }
-  ? { [Status in keyof Responses & AnsweredStatus]: { status: Status; headers?: Record<string, string> } & ReplyBody<Responses[Status]> }[keyof Responses & AnsweredStatus]
+  ? { [Status in keyof Responses & AnsweredStatus]: { status: Status; headers?: Record<string, string> } & ReplyBody<Responses[Status]> }[keyof Responses &
+      AnsweredStatus]
   : never;
 
 /** Path parameters of an operation as the contract types them (none: an empty record). */
 export type PathParamsOf<Operation> = Operation extends { parameters: { path: infer Path } } ? Path : Record<string, never>;
 
 /** Query parameters of an operation as the contract types them, after the validator's coercion. */
-export type QueryOf<Operation> = Operation extends { parameters: { query?: infer Query } } ? ([NonNullable<Query>] extends [never] ? Record<string, never> : NonNullable<Query>) : Record<string, never>;
+export type QueryOf<Operation> = Operation extends { parameters: { query?: infer Query } }
+  ? [NonNullable<Query>] extends [never]
+    ? Record<string, never>
+    : NonNullable<Query>
+  : Record<string, never>;
 
 /** The JSON request body of an operation; `undefined` where it takes none or the body is optional and absent. */
 export type JsonRequestBody<Operation> = Operation extends { requestBody: { content: { 'application/json': infer Body } } }
@@ -76,7 +81,9 @@ export type OperationCall<Operation> = RestCall<JsonRequestBody<Operation>, Path
  * each typed from its operation: what it reads and what it may answer.
  */
 export type RestHandlers<Operations> = {
-  [OperationId in keyof Operations]: (call: OperationCall<Operations[OperationId]>) => Promise<ReplyOf<Operations[OperationId]>> | ReplyOf<Operations[OperationId]>;
+  [OperationId in keyof Operations]: (
+    call: OperationCall<Operations[OperationId]>,
+  ) => Promise<ReplyOf<Operations[OperationId]>> | ReplyOf<Operations[OperationId]>;
 };
 
 export interface RestApiOptions {
@@ -162,11 +169,16 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   api.router.getOperations = () => operations;
   const templates = new Map(operations.map((operation) => [operation.operationId, operation.path]));
   const declaredQuery = new Map(
-    operations.map((operation) => [operation.operationId, new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : [])))]),
+    operations.map((operation) => [
+      operation.operationId,
+      new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : []))),
+    ]),
   );
   const verifiers = options.securityHandlers ?? {};
   const unsafeGets = new Set(options.unsafeGets);
-  const schemesOf = new Map(operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]));
+  const schemesOf = new Map(
+    operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
+  );
 
   /** The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. */
   async function authenticate(operation: Operation, headers: NodeRequest['headers']): Promise<Record<string, unknown>> {
@@ -235,7 +247,9 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     } catch (error) {
       // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
       const appError =
-        error instanceof URIError ? new ContractRefusal('invalid_argument', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] }) : toAppError(error);
+        error instanceof URIError
+          ? new ContractRefusal('invalid_argument', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] })
+          : toAppError(error);
       if (appError.code === 'internal') options.onError?.(error, requestId);
       reply = options.renderError(appError);
     }
@@ -333,7 +347,8 @@ function rejectNulCharacters(call: RestCall, operation: Operation): void {
   const inPath = nulPath(call.params);
   if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new ContractRefusal('not_found');
   const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
-  if (field !== undefined) throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
+  if (field !== undefined)
+    throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
 }
 
 /** Turns ajv's errors into `{field, message}` entries that name the request part and property. */

@@ -19,7 +19,17 @@ import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createOnePortServer } from './protocol-switch.js';
 import { requestIdOf } from './request-id.js';
-import { createMetricsEndpoint, grpcCodeName, restOperation, rpcOutcomeInterceptor, rpcOutcomeKey, rpcProtocolOf, ServerMetrics, type RequestProtocol, type RpcOutcome } from './metrics.js';
+import {
+  createMetricsEndpoint,
+  grpcCodeName,
+  restOperation,
+  rpcOutcomeInterceptor,
+  rpcOutcomeKey,
+  rpcProtocolOf,
+  ServerMetrics,
+  type RequestProtocol,
+  type RpcOutcome,
+} from './metrics.js';
 import { formatTraceparent, traceContextOf, traceLogFields } from './trace-context.js';
 import { createCorsPolicy } from './cors.js';
 import { grpcHealthModule } from '../handlers/grpc-health.js';
@@ -65,7 +75,14 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const cors = config.corsOrigins.length > 0 ? createCorsPolicy(config.corsOrigins) : undefined;
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
-  const expressApp = createExpressApp({ db, tokens, isReady: () => ready, renderError: renderServerError, onError, routers: modules.flatMap((module) => (module.router ? [module.router] : [])) });
+  const expressApp = createExpressApp({
+    db,
+    tokens,
+    isReady: () => ready,
+    renderError: renderServerError,
+    onError,
+    routers: modules.flatMap((module) => (module.router ? [module.router] : [])),
+  });
   // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path:
   // one list of RpcServices feeds both (and in-memory tests use the same entries).
   const servedServices: DescService[] = [];
@@ -89,7 +106,15 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     jsonOptions: { registry: cloudJsonRegistry },
     routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor]),
   });
-  const logRequest = (requestId: string, method: string | undefined, route: string, status: number, started: number, trace: Record<string, string>, grpcStatus?: number) => {
+  const logRequest = (
+    requestId: string,
+    method: string | undefined,
+    route: string,
+    status: number,
+    started: number,
+    trace: Record<string, string>,
+    grpcStatus?: number,
+  ) => {
     logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10, ...trace }, 'request');
   };
   const grpcUnary = createGrpcUnaryHandler({ services: grpcUnaryServices(rpcServices), maxMessageBytes: config.rpcMaxMessageBytes });
@@ -133,7 +158,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       protocol = rpcProtocolOf(req.headers['content-type']);
       operation = () => (rpcPaths.has(path) ? path.slice(1) : 'unmatched');
       // Errors raised before the interceptors (an unknown method, an unreadable request) leave no outcome.
-      code = () => outcome.code ?? (typeof res.getHeader('grpc-status') === 'string' ? grpcCodeName(Number(res.getHeader('grpc-status'))) : `HTTP_${res.statusCode}`);
+      code = () =>
+        outcome.code ?? (typeof res.getHeader('grpc-status') === 'string' ? grpcCodeName(Number(res.getHeader('grpc-status'))) : `HTTP_${res.statusCode}`);
       rpc(req, res);
       route = path;
     } else {

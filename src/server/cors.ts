@@ -6,17 +6,45 @@ import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
  * @connectrpc/connect's `cors.allowedHeaders` lists them.
  */
 const CORS_ALLOWED_HEADERS = [
-  'authorization', 'content-type', 'x-access-token', 'x-request-id', 'x-idempotency-key', 'x-resetmask',
-  'if-match', 'if-none-match', 'traceparent', 'tracestate',
-  'connect-protocol-version', 'connect-timeout-ms', 'connect-content-encoding', 'connect-accept-encoding',
-  'content-encoding', 'grpc-timeout', 'grpc-encoding', 'grpc-accept-encoding', 'grpc-message-type',
-  'x-grpc-web', 'x-user-agent',
+  'authorization',
+  'content-type',
+  'x-access-token',
+  'x-request-id',
+  'x-idempotency-key',
+  'x-resetmask',
+  'if-match',
+  'if-none-match',
+  'traceparent',
+  'tracestate',
+  'connect-protocol-version',
+  'connect-timeout-ms',
+  'connect-content-encoding',
+  'connect-accept-encoding',
+  'content-encoding',
+  'grpc-timeout',
+  'grpc-encoding',
+  'grpc-accept-encoding',
+  'grpc-message-type',
+  'x-grpc-web',
+  'x-user-agent',
 ];
 
 /** Response headers a browser client may read beyond the safelisted ones: RPC status, errors, paging, tracing. */
 const CORS_EXPOSED_HEADERS = [
-  'grpc-status', 'grpc-message', 'grpc-status-details-bin', 'grpc-encoding', 'connect-content-encoding', 'content-encoding',
-  'x-request-id', 'traceparent', 'retry-after', 'location', 'etag', 'link', 'deprecation', 'www-authenticate',
+  'grpc-status',
+  'grpc-message',
+  'grpc-status-details-bin',
+  'grpc-encoding',
+  'connect-content-encoding',
+  'content-encoding',
+  'x-request-id',
+  'traceparent',
+  'retry-after',
+  'location',
+  'etag',
+  'link',
+  'deprecation',
+  'www-authenticate',
 ];
 
 const CORS_ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];

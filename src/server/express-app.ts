@@ -39,11 +39,16 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
     res.json({ status: 'ok' });
   });
   routes.get('/readyz', async (_req, res) => {
-    const reachable = await deps.db.knex.raw('select 1').then(() => true, () => false);
+    const reachable = await deps.db.knex.raw('select 1').then(
+      () => true,
+      () => false,
+    );
     // A lost LISTEN connection means live streams, route invalidation and work wake-ups stall until it is back.
     const listening = deps.db.listenerHealthy();
     const ready = reachable && listening && deps.isReady();
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', database: reachable ? 'ok' : 'unreachable', listener: listening ? 'ok' : 'down' });
+    res
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? 'ready' : 'not ready', database: reachable ? 'ok' : 'unreachable', listener: listening ? 'ok' : 'down' });
   });
   routes.get('/.well-known/jwks.json', (_req, res) => {
     res.json(deps.tokens.jwks());

@@ -1,14 +1,6 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import {
-  Code,
-  ConnectError,
-  createHandlerContext,
-  type ContextValues,
-  type Interceptor,
-  type MethodImplSpec,
-  type ServiceImplSpec,
-} from '@connectrpc/connect';
+import { Code, ConnectError, createHandlerContext, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from '@connectrpc/connect';
 import { invokeUnaryImplementation } from '@connectrpc/connect/protocol';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 
@@ -35,7 +27,13 @@ export interface GrpcUnaryHandler {
    * Serves the call; `onDone` gets the final gRPC status code, for the request log. `responseHeaders`
    * go out with the response headers (the server's `traceparent`).
    */
-  handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, requestId: string, onDone?: (code: number) => void, responseHeaders?: Record<string, string>): void;
+  handle(
+    stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    requestId: string,
+    onDone?: (code: number) => void,
+    responseHeaders?: Record<string, string>,
+  ): void;
 }
 
 const CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
@@ -49,7 +47,10 @@ const CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
  */
 export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHandler {
   const maxBytes = options.maxMessageBytes ?? 4 * 1024 * 1024;
-  const routes = new Map<string, { spec: UnarySpec; service: ServiceImplSpec['service']; interceptors: Interceptor[]; shapeError: RegisteredService['shapeError'] }>();
+  const routes = new Map<
+    string,
+    { spec: UnarySpec; service: ServiceImplSpec['service']; interceptors: Interceptor[]; shapeError: RegisteredService['shapeError'] }
+  >();
   for (const { spec: service, interceptors, shapeError } of options.services) {
     for (const spec of Object.values(service.methods)) {
       if (spec.kind === 'unary') routes.set(`/${service.service.typeName}/${spec.method.name}`, { spec, service: service.service, interceptors, shapeError });
@@ -172,7 +173,12 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         try {
           input = fromBinary(route.spec.method.input, body.subarray(5));
         } catch (error) {
-          return reject(new ConnectError(`the request message is not valid protobuf (${route.spec.method.input.typeName}): ${error instanceof Error ? error.message : String(error)}`, Code.InvalidArgument));
+          return reject(
+            new ConnectError(
+              `the request message is not valid protobuf (${route.spec.method.input.typeName}): ${error instanceof Error ? error.message : String(error)}`,
+              Code.InvalidArgument,
+            ),
+          );
         }
         const requestHeader = new Headers({ 'x-request-id': requestId });
         for (const [key, value] of Object.entries(headers)) {

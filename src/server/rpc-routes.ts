@@ -18,7 +18,11 @@ export interface RpcService {
 }
 
 /** An RpcService from a typed implementation (checked against its service, then stored type-erased). */
-export function rpcService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, options: Omit<RpcService, 'service' | 'implementation'> = {}): RpcService {
+export function rpcService<T extends DescService>(
+  service: T,
+  implementation: Partial<ServiceImpl<T>>,
+  options: Omit<RpcService, 'service' | 'implementation'> = {},
+): RpcService {
   return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, ...options };
 }
 

@@ -57,7 +57,9 @@ export class SignInThrottle {
         await this.failures.forgive(attempt.nameKey);
         await this.failures.forgive(attempt.addressKey);
         const elapsed = (Date.now() - new Date(row.window_started_at).getTime()) / 1000;
-        throw new AppError('resource_exhausted', this.options.message ?? 'Too Many Requests', { retryAfterSeconds: Math.max(1, Math.ceil(windowSeconds - elapsed)) });
+        throw new AppError('resource_exhausted', this.options.message ?? 'Too Many Requests', {
+          retryAfterSeconds: Math.max(1, Math.ceil(windowSeconds - elapsed)),
+        });
       }
     }
     return attempt;

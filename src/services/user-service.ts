@@ -199,7 +199,10 @@ export class UserService {
   private async insertUnique(trx: Knex, name: string, passwordHash: string, isAdmin: boolean, profilePicture: string): Promise<UserRow> {
     if (await this.users.findByFoldedName(normaliseName(name), trx)) throw nameTaken();
     return this.users
-      .insert({ name, password_hash: passwordHash, is_admin: isAdmin, onboarding_done: false, profile_picture: profilePicture, settings: DEFAULT_SETTINGS }, trx)
+      .insert(
+        { name, password_hash: passwordHash, is_admin: isAdmin, onboarding_done: false, profile_picture: profilePicture, settings: DEFAULT_SETTINGS },
+        trx,
+      )
       .catch(uniqueNameViolation);
   }
 
@@ -245,7 +248,6 @@ function toUserDto(row: UserRow): UserDto {
     profilePicture: row.profile_picture,
   };
 }
-
 
 function notFound(): AppError {
   return new AppError('not_found', 'Not Found');

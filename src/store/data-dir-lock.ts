@@ -1,5 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { accessSync, chmodSync, closeSync, constants, linkSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -48,7 +62,9 @@ export function preparePrivateDataDir(dataDir: string): void {
       chmodSync(dataDir, 0o700);
     } catch (error) {
       const mode = (stats.mode & 0o777).toString(8);
-      throw new DataDirError(`DATA_DIR ${dataDir} is open to other users (mode ${mode}) and cannot be made private: ${reason(error)}; run chmod 700 on it as its owner`);
+      throw new DataDirError(
+        `DATA_DIR ${dataDir} is open to other users (mode ${mode}) and cannot be made private: ${reason(error)}; run chmod 700 on it as its owner`,
+      );
     }
   }
 }

@@ -4,7 +4,6 @@ import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } fr
 import { migrationSource } from './migrations/index.js';
 import type { Config } from '../config.js';
 
-
 /** Which engine is behind the Knex instance; the SQL is the same, only a few driver quirks differ. */
 export type DatabaseKind = 'postgres' | 'pglite';
 
@@ -43,10 +42,18 @@ export interface DatabaseOptions {
 }
 
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
-const DATABASE_TIMEOUT_DEFAULTS = { connectTimeoutMs: 5000, acquireTimeoutMs: 10_000, statementTimeoutMs: 10_000, listenerHeartbeatMs: 5000, listenerMaxBackoffMs: 5000 };
+const DATABASE_TIMEOUT_DEFAULTS = {
+  connectTimeoutMs: 5000,
+  acquireTimeoutMs: 10_000,
+  statementTimeoutMs: 10_000,
+  listenerHeartbeatMs: 5000,
+  listenerMaxBackoffMs: 5000,
+};
 
 /** The store options of a server process, from its configuration. */
-export function databaseOptionsOf(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs' | 'pgliteSharedBuffersMb'>): DatabaseOptions {
+export function databaseOptionsOf(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs' | 'pgliteSharedBuffersMb'>,
+): DatabaseOptions {
   return {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -112,7 +119,11 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
 
 function definedOnly(options: DatabaseOptions): Partial<typeof DATABASE_TIMEOUT_DEFAULTS> {
   const { connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs } = options;
-  return Object.fromEntries(Object.entries({ connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs }).filter(([, value]) => value !== undefined));
+  return Object.fromEntries(
+    Object.entries({ connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
 }
 
 async function openPglite(options: DatabaseOptions): Promise<Database> {

@@ -49,10 +49,15 @@ export async function initPgliteDataDir(dataDir: string, startParams: string[]):
     PGlite.create({ dataDir, startParams: JSON.parse(startParams) }).then((db) => db.close());
   `;
   await new Promise<void>((resolve, reject) => {
-    execFile(process.execPath, ['--input-type=commonjs', '-e', source, pgliteEntry, dataDir, JSON.stringify(startParams)], { env: { ...process.env, NODE_OPTIONS: '' } }, (error, _stdout, stderr) => {
-      if (error) reject(new Error(`initdb failed: ${stderr.trim().split('\n').slice(-3).join(' ') || error.message}`, { cause: error }));
-      else resolve();
-    });
+    execFile(
+      process.execPath,
+      ['--input-type=commonjs', '-e', source, pgliteEntry, dataDir, JSON.stringify(startParams)],
+      { env: { ...process.env, NODE_OPTIONS: '' } },
+      (error, _stdout, stderr) => {
+        if (error) reject(new Error(`initdb failed: ${stderr.trim().split('\n').slice(-3).join(' ') || error.message}`, { cause: error }));
+        else resolve();
+      },
+    );
   });
   return true;
 }

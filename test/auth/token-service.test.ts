@@ -56,37 +56,55 @@ test('a signed token verifies for its audience and carries sub, aud, iss, iat an
 const forged: Array<[string, () => string]> = [
   ['another audience', () => tokens.sign({ sub: 'user-1', aud: 'publishing' }, 60)],
   ['an expired token', () => tokens.sign({ sub: 'user-1', aud: 'account' }, -1)],
-  ['a tampered signature', () => {
-    const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
-    const flipped = Buffer.from(signature, 'base64url');
-    flipped[0] = (flipped[0] ?? 0) ^ 0xff;
-    return `${header}.${payload}.${flipped.toString('base64url')}`;
-  }],
-  ['a tampered payload', () => {
-    const { header, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
-    return `${header}.${b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 })}.${signature}`;
-  }],
-  ['alg none with no signature', () => {
-    const { kid } = headerOf(tokens.sign({ sub: 'x', aud: 'account' }, 60));
-    return `${b64({ alg: 'none', typ: 'JWT', kid })}.${b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 })}.`;
-  }],
-  ['alg none with a copied signature', () => {
-    const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
-    const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { kid: string };
-    return `${b64({ alg: 'none', kid })}.${payload}.${signature}`;
-  }],
-  ['HS256 keyed with the public key (algorithm confusion)', () => {
-    const { kid } = headerOf(tokens.sign({ sub: 'x', aud: 'account' }, 60));
-    const jwk = tokens.jwks().keys.find((key) => key.kid === kid);
-    const header = b64({ alg: 'HS256', typ: 'JWT', kid });
-    const payload = b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 });
-    const mac = createHmac('sha256', JSON.stringify(jwk)).update(`${header}.${payload}`).digest('base64url');
-    return `${header}.${payload}.${mac}`;
-  }],
-  ['an unknown key id', () => {
-    const { payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
-    return `${b64({ alg: 'EdDSA', typ: 'JWT', kid: randomUUID() })}.${payload}.${signature}`;
-  }],
+  [
+    'a tampered signature',
+    () => {
+      const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+      const flipped = Buffer.from(signature, 'base64url');
+      flipped[0] = (flipped[0] ?? 0) ^ 0xff;
+      return `${header}.${payload}.${flipped.toString('base64url')}`;
+    },
+  ],
+  [
+    'a tampered payload',
+    () => {
+      const { header, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+      return `${header}.${b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 })}.${signature}`;
+    },
+  ],
+  [
+    'alg none with no signature',
+    () => {
+      const { kid } = headerOf(tokens.sign({ sub: 'x', aud: 'account' }, 60));
+      return `${b64({ alg: 'none', typ: 'JWT', kid })}.${b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 })}.`;
+    },
+  ],
+  [
+    'alg none with a copied signature',
+    () => {
+      const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+      const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { kid: string };
+      return `${b64({ alg: 'none', kid })}.${payload}.${signature}`;
+    },
+  ],
+  [
+    'HS256 keyed with the public key (algorithm confusion)',
+    () => {
+      const { kid } = headerOf(tokens.sign({ sub: 'x', aud: 'account' }, 60));
+      const jwk = tokens.jwks().keys.find((key) => key.kid === kid);
+      const header = b64({ alg: 'HS256', typ: 'JWT', kid });
+      const payload = b64({ sub: 'admin', aud: 'account', iat: 0, exp: 4102444800 });
+      const mac = createHmac('sha256', JSON.stringify(jwk)).update(`${header}.${payload}`).digest('base64url');
+      return `${header}.${payload}.${mac}`;
+    },
+  ],
+  [
+    'an unknown key id',
+    () => {
+      const { payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+      return `${b64({ alg: 'EdDSA', typ: 'JWT', kid: randomUUID() })}.${payload}.${signature}`;
+    },
+  ],
   ['two parts only', () => tokens.sign({ sub: 'user-1', aud: 'account' }, 60).split('.').slice(0, 2).join('.')],
   ['four parts', () => `${tokens.sign({ sub: 'user-1', aud: 'account' }, 60)}.extra`],
   ['garbage', () => 'not.a.token'],
@@ -99,10 +117,13 @@ const forged: Array<[string, () => string]> = [
   ['typ other than JWT', () => signedByServer(validClaims(), { typ: 'at+jwt' })],
   ['a signature with a trailing bit altered in the last character', () => withTrailingBit(tokens.sign({ sub: 'user-1', aud: 'account' }, 60))],
   ['a signature with base64 padding', () => `${tokens.sign({ sub: 'user-1', aud: 'account' }, 60)}==`],
-  ['a padded header', () => {
-    const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
-    return `${header}=.${payload}.${signature}`;
-  }],
+  [
+    'a padded header',
+    () => {
+      const { header, payload, signature } = partsOf(tokens.sign({ sub: 'user-1', aud: 'account' }, 60));
+      return `${header}=.${payload}.${signature}`;
+    },
+  ],
 ];
 
 test.each(forged)('%s is refused as unauthenticated', async (_case, make) => {
@@ -150,7 +171,7 @@ test('rotation signs with a new key and keeps tokens of the old one valid', asyn
   expect(tokens.jwks().keys.map((key) => key.kid)).toEqual(expect.arrayContaining([headerOf(before).kid, newKid]));
 });
 
-test('a second TokenService on the same database (another process) verifies the first one\'s tokens, also after a rotation', async () => {
+test("a second TokenService on the same database (another process) verifies the first one's tokens, also after a rotation", async () => {
   const other = await TokenService.create(db.knex);
   const token = tokens.sign({ sub: 'user-2', aud: 'account' }, 60);
   await expect(other.verify(token, 'account')).resolves.toMatchObject({ sub: 'user-2' });

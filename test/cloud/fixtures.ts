@@ -14,8 +14,22 @@ export const PROJECT = 'project-e00test';
 
 /** The project ids the cloud tests use; instances need a real project since IAM landed. */
 export const TEST_PROJECTS = [
-  PROJECT, 'project-busy', 'project-ep', 'project-idem', 'project-idem2', 'project-idem3', 'project-imm', 'project-masks', 'project-other',
-  'project-paging', 'project-pair', 'project-perm', 'project-quota', 'project-quota2', 'project-restart', 'project-ver',
+  PROJECT,
+  'project-busy',
+  'project-ep',
+  'project-idem',
+  'project-idem2',
+  'project-idem3',
+  'project-imm',
+  'project-masks',
+  'project-other',
+  'project-paging',
+  'project-pair',
+  'project-perm',
+  'project-quota',
+  'project-quota2',
+  'project-restart',
+  'project-ver',
 ];
 
 export interface CloudServer {

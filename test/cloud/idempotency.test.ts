@@ -74,6 +74,10 @@ test('reads ignore the header, even a malformed one', async () => {
   const headers = { 'x-idempotency-key': 'bad key!' };
   const list = await cloud.grpc.call(M.list, { parentId: 'project-idem' }, { token: cloud.admin.token, headers });
   expect(list.message.items.length).toBeGreaterThan(0);
-  const ops = await cloud.grpc.call(OperationService.method.list, { resourceId: list.message.items[0]?.metadata?.id ?? '' }, { token: cloud.admin.token, headers });
+  const ops = await cloud.grpc.call(
+    OperationService.method.list,
+    { resourceId: list.message.items[0]?.metadata?.id ?? '' },
+    { token: cloud.admin.token, headers },
+  );
   expect(ops.message.operations.length).toBeGreaterThan(0);
 });

@@ -89,18 +89,75 @@ test('the auth interceptor refuses calls without a bearer token', async () => {
 });
 
 const MAPPING: Array<[string, { given: AppError; want: { code: Code; detail: string | undefined; retry: RetryType } }]> = [
-  ['invalid_argument → bad_request', { given: new AppError('invalid_argument', 'bad', { violations: [{ field: 'a.b', message: 'x' }] }), want: { code: Code.InvalidArgument, detail: 'badRequest', retry: RetryType.NOTHING } }],
-  ['unauthenticated → no detail kind', { given: new AppError('unauthenticated', 'no'), want: { code: Code.Unauthenticated, detail: undefined, retry: RetryType.NOTHING } }],
-  ['permission_denied → permission_denied', { given: new AppError('permission_denied', 'no', { resourceId: 'project-1' }), want: { code: Code.PermissionDenied, detail: 'permissionDenied', retry: RetryType.NOTHING } }],
-  ['not_found → resource_not_found', { given: new AppError('not_found', 'no', { resourceId: 'x' }), want: { code: Code.NotFound, detail: 'resourceNotFound', retry: RetryType.NOTHING } }],
-  ['already_exists → resource_already_exists', { given: new AppError('already_exists', 'dup', { resourceId: 'x' }), want: { code: Code.AlreadyExists, detail: 'resourceAlreadyExists', retry: RetryType.NOTHING } }],
-  ['failed_precondition → bad_resource_state', { given: new AppError('failed_precondition', 'state'), want: { code: Code.FailedPrecondition, detail: 'badResourceState', retry: RetryType.UNIT_OF_WORK } }],
-  ['aborted with a running operation → operation_conflict, CALL', { given: new AppError('aborted', 'busy', { detail: { kind: 'operation_conflict', conflictingOperationId: 'operation-1' } }), want: { code: Code.Aborted, detail: 'operationConflict', retry: RetryType.CALL } }],
-  ['aborted with a stale version → resource_conflict', { given: new AppError('aborted', 'stale', { detail: { kind: 'resource_conflict' } }), want: { code: Code.Aborted, detail: 'resourceConflict', retry: RetryType.UNIT_OF_WORK } }],
-  ['resource_exhausted with a quota → quota_failure', { given: new AppError('resource_exhausted', 'full', { detail: { kind: 'quota_failure', quota: 'q', limit: 1, requested: 2 } }), want: { code: Code.ResourceExhausted, detail: 'quotaFailure', retry: RetryType.NOTHING } }],
-  ['resource_exhausted otherwise → too_many_requests', { given: new AppError('resource_exhausted', 'slow down', { retryAfterSeconds: 3 }), want: { code: Code.ResourceExhausted, detail: 'tooManyRequests', retry: RetryType.CALL } }],
-  ['unimplemented → no detail kind', { given: new AppError('unimplemented', 'elsewhere'), want: { code: Code.Unimplemented, detail: undefined, retry: RetryType.NOTHING } }],
-  ['internal → internal_error with the request id', { given: new AppError('internal', 'db exploded'), want: { code: Code.Internal, detail: 'internalError', retry: RetryType.CALL } }],
+  [
+    'invalid_argument → bad_request',
+    {
+      given: new AppError('invalid_argument', 'bad', { violations: [{ field: 'a.b', message: 'x' }] }),
+      want: { code: Code.InvalidArgument, detail: 'badRequest', retry: RetryType.NOTHING },
+    },
+  ],
+  [
+    'unauthenticated → no detail kind',
+    { given: new AppError('unauthenticated', 'no'), want: { code: Code.Unauthenticated, detail: undefined, retry: RetryType.NOTHING } },
+  ],
+  [
+    'permission_denied → permission_denied',
+    {
+      given: new AppError('permission_denied', 'no', { resourceId: 'project-1' }),
+      want: { code: Code.PermissionDenied, detail: 'permissionDenied', retry: RetryType.NOTHING },
+    },
+  ],
+  [
+    'not_found → resource_not_found',
+    { given: new AppError('not_found', 'no', { resourceId: 'x' }), want: { code: Code.NotFound, detail: 'resourceNotFound', retry: RetryType.NOTHING } },
+  ],
+  [
+    'already_exists → resource_already_exists',
+    {
+      given: new AppError('already_exists', 'dup', { resourceId: 'x' }),
+      want: { code: Code.AlreadyExists, detail: 'resourceAlreadyExists', retry: RetryType.NOTHING },
+    },
+  ],
+  [
+    'failed_precondition → bad_resource_state',
+    { given: new AppError('failed_precondition', 'state'), want: { code: Code.FailedPrecondition, detail: 'badResourceState', retry: RetryType.UNIT_OF_WORK } },
+  ],
+  [
+    'aborted with a running operation → operation_conflict, CALL',
+    {
+      given: new AppError('aborted', 'busy', { detail: { kind: 'operation_conflict', conflictingOperationId: 'operation-1' } }),
+      want: { code: Code.Aborted, detail: 'operationConflict', retry: RetryType.CALL },
+    },
+  ],
+  [
+    'aborted with a stale version → resource_conflict',
+    {
+      given: new AppError('aborted', 'stale', { detail: { kind: 'resource_conflict' } }),
+      want: { code: Code.Aborted, detail: 'resourceConflict', retry: RetryType.UNIT_OF_WORK },
+    },
+  ],
+  [
+    'resource_exhausted with a quota → quota_failure',
+    {
+      given: new AppError('resource_exhausted', 'full', { detail: { kind: 'quota_failure', quota: 'q', limit: 1, requested: 2 } }),
+      want: { code: Code.ResourceExhausted, detail: 'quotaFailure', retry: RetryType.NOTHING },
+    },
+  ],
+  [
+    'resource_exhausted otherwise → too_many_requests',
+    {
+      given: new AppError('resource_exhausted', 'slow down', { retryAfterSeconds: 3 }),
+      want: { code: Code.ResourceExhausted, detail: 'tooManyRequests', retry: RetryType.CALL },
+    },
+  ],
+  [
+    'unimplemented → no detail kind',
+    { given: new AppError('unimplemented', 'elsewhere'), want: { code: Code.Unimplemented, detail: undefined, retry: RetryType.NOTHING } },
+  ],
+  [
+    'internal → internal_error with the request id',
+    { given: new AppError('internal', 'db exploded'), want: { code: Code.Internal, detail: 'internalError', retry: RetryType.CALL } },
+  ],
 ];
 
 test.each(MAPPING)('error mapping: %s', (_name, { given, want }) => {
@@ -124,5 +181,7 @@ test('an unknown error becomes INTERNAL with a generic message; the cause goes t
 });
 
 test('a 429-style error carries retry-after', () => {
-  expect(toConnectError(new AppError('resource_exhausted', 'slow', { retryAfterSeconds: 7 }), { service: 'compute', requestId: '' }).metadata.get('retry-after')).toBe('7');
+  expect(
+    toConnectError(new AppError('resource_exhausted', 'slow', { retryAfterSeconds: 7 }), { service: 'compute', requestId: '' }).metadata.get('retry-after'),
+  ).toBe('7');
 });

@@ -68,15 +68,25 @@ test('missing and malformed fields are INVALID_ARGUMENT with violations naming t
   const cases: Array<[() => Promise<unknown>, string[]]> = [
     [() => cloud.grpc.call(M.create, { metadata: {} }, { token }), ['metadata.parent_id', 'metadata.name']],
     [() => cloud.grpc.call(M.create, { metadata: { parentId: 'folder-1', name: 'x' } }, { token }), ['metadata.parent_id']],
-    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'x' }, spec: { ports: { ssh: { port: 70000 } } } }, { token }), ['spec.ports.ssh.port']],
+    [
+      () => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'x' }, spec: { ports: { ssh: { port: 70000 } } } }, { token }),
+      ['spec.ports.ssh.port'],
+    ],
     [() => cloud.grpc.call(M.get, {}, { token }), ['id']],
     [() => cloud.grpc.call(M.update, { spec: {} }, { token }), ['metadata.id']],
     [() => cloud.grpc.call(M.list, { parentId: PROJECT, pageSize: -1n }, { token }), ['page_size']],
     [() => cloud.grpc.call(M.list, { parentId: PROJECT, pageToken: 'garbage' }, { token }), ['page_token']],
     [() => cloud.grpc.call(M.list, { parentId: PROJECT, filter: 'name = "x"' }, { token }), ['filter']],
     [() => cloud.grpc.call(OperationService.method.list, {}, { token }), ['resource_id']],
-    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'short' } }), ['x-idempotency-key']],
-    [() => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'has_underscore_and_more_chars' } }), ['x-idempotency-key']],
+    [
+      () => cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'short' } }),
+      ['x-idempotency-key'],
+    ],
+    [
+      () =>
+        cloud.grpc.call(M.create, { metadata: { parentId: PROJECT, name: 'k' } }, { token, headers: { 'x-idempotency-key': 'has_underscore_and_more_chars' } }),
+      ['x-idempotency-key'],
+    ],
   ];
   for (const [call, fields] of cases) {
     const error = await expectGrpcError(call());
@@ -133,7 +143,9 @@ test('a duplicate name is ALREADY_EXISTS, the quota is RESOURCE_EXHAUSTED with q
 test('a stale resource_version is ABORTED with resource_conflict; 0 skips the check', async () => {
   const instance = await createInstance(cloud, 'version-vm', {}, 'project-ver');
   const id = instance.metadata?.id ?? '';
-  const stale = await expectGrpcError(cloud.grpc.call(M.update, { metadata: { id, resourceVersion: 1n }, spec: { description: 'x' } }, { token: cloud.admin.token }));
+  const stale = await expectGrpcError(
+    cloud.grpc.call(M.update, { metadata: { id, resourceVersion: 1n }, spec: { description: 'x' } }, { token: cloud.admin.token }),
+  );
   expect(stale.code).toBe(GrpcStatus.ABORTED);
   expect(stale.serviceError?.details).toMatchObject({ case: 'resourceConflict', value: { resourceId: id } });
   expect(stale.serviceError?.retryType).toBe(RetryType.UNIT_OF_WORK);

@@ -53,7 +53,15 @@ function worker(handlers: Record<string, WorkHandler>, options: { workMs?: numbe
 
 async function enqueue(kind: string, resourceId = 'res-1'): Promise<string> {
   const row = await db.knex.transaction((trx) =>
-    operations.begin(trx, { service: 'test', description: kind, createdBy: 'tester', resourceId, parentId: 'project-t', request: new Uint8Array(), work: { kind } }),
+    operations.begin(trx, {
+      service: 'test',
+      description: kind,
+      createdBy: 'tester',
+      resourceId,
+      parentId: 'project-t',
+      request: new Uint8Array(),
+      work: { kind },
+    }),
   );
   return row.id;
 }
@@ -162,7 +170,10 @@ test('the sweeper deletes completed operations past retention, never running one
   const running = await enqueue('sweep-running', 'res-sweep');
   const keyed = await enqueue('sweep-keyed', 'res-sweep');
   const longAgo = new Date(Date.now() - 8 * 86400 * 1000);
-  await db.knex('operations').whereIn('id', [old, fresh, keyed]).update({ state: 'done', status: Buffer.from([8, 0]), finished_at: new Date() });
+  await db
+    .knex('operations')
+    .whereIn('id', [old, fresh, keyed])
+    .update({ state: 'done', status: Buffer.from([8, 0]), finished_at: new Date() });
   await db.knex('operations').whereIn('id', [old, keyed]).update({ finished_at: longAgo, created_at: longAgo });
   await db.knex('operations').where({ id: running }).update({ created_at: longAgo });
   await db.knex('idempotency_keys').insert({ principal: 'p', method: '/m', key: 'k'.repeat(16), request_hash: 'h', operation_id: keyed });
@@ -198,8 +209,13 @@ test('20 concurrent runs of one idempotency key execute once and all answer the 
   await expect(keys.run(scope, 'hash-2', async () => 'never')).rejects.toMatchObject({ code: 'invalid_argument' });
 });
 
-const REDACTION_CASES: Array<[string, { given: Parameters<typeof create<typeof CreateInstanceRequestSchema>>[1]; want: { cloudInit: string; description: string } }]> = [
-  ['a sensitive field is cleared', { given: { spec: { cloudInitUserData: '#cloud-config password', description: 'd' } }, want: { cloudInit: '', description: 'd' } }],
+const REDACTION_CASES: Array<
+  [string, { given: Parameters<typeof create<typeof CreateInstanceRequestSchema>>[1]; want: { cloudInit: string; description: string } }]
+> = [
+  [
+    'a sensitive field is cleared',
+    { given: { spec: { cloudInitUserData: '#cloud-config password', description: 'd' } }, want: { cloudInit: '', description: 'd' } },
+  ],
   ['other fields are kept', { given: { metadata: { name: 'n' }, spec: { description: 'kept' } }, want: { cloudInit: '', description: 'kept' } }],
   ['an absent parent is fine', { given: {}, want: { cloudInit: '', description: '' } }],
 ];

@@ -18,7 +18,11 @@ test('empty groups are accepted like the reference: the mask resets what it name
   const instance = await createInstance(cloud, 'grammar-ok', { description: 'before', sshKeys: ['k1'] }, 'project-masks');
   const id = instance.metadata?.id ?? '';
   const token = cloud.admin.token;
-  const { message: operation } = await cloud.grpc.call(M.update, { metadata: { id }, spec: {} }, { token, headers: { 'x-resetmask': 'spec . ( description , () , ssh_keys ) , ()' } });
+  const { message: operation } = await cloud.grpc.call(
+    M.update,
+    { metadata: { id }, spec: {} },
+    { token, headers: { 'x-resetmask': 'spec . ( description , () , ssh_keys ) , ()' } },
+  );
   expect(operation.requestHeaders['x-resetmask']?.values).toEqual(['spec.(description,ssh_keys)']);
   expect((await waitForOperation(cloud.grpc, token, operation.id)).status?.code).toBe(GrpcStatus.OK);
   const { message: updated } = await cloud.grpc.call(M.get, { id }, { token });
@@ -36,7 +40,9 @@ test('a malformed mask is INVALID_ARGUMENT with the reference message: 0-based b
     ['spec,', 'unexpected end of mask'],
   ];
   for (const [mask, message] of cases) {
-    const error = await expectGrpcError(cloud.grpc.call(M.update, { metadata: { id }, spec: {} }, { token: cloud.admin.token, headers: { 'x-resetmask': mask } }));
+    const error = await expectGrpcError(
+      cloud.grpc.call(M.update, { metadata: { id }, spec: {} }, { token: cloud.admin.token, headers: { 'x-resetmask': mask } }),
+    );
     expect(error.code).toBe(GrpcStatus.INVALID_ARGUMENT);
     // connect-es sends grpc-message through encodeURIComponent and grpc-js undoes it with decodeURI,
     // which leaves `%3A` and `%2C` encoded; a conforming client (grpc-go) decodes every escape.

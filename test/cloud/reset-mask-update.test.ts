@@ -25,11 +25,19 @@ const SPEC = {
 };
 
 /** Updates with a mask, waits for the operation, and answers the stored instance and the recorded mask. */
-async function update(name: string, request: { spec?: Record<string, unknown> }, mask: string | undefined): Promise<{ instance: Instance; recorded: string[] | undefined }> {
+async function update(
+  name: string,
+  request: { spec?: Record<string, unknown> },
+  mask: string | undefined,
+): Promise<{ instance: Instance; recorded: string[] | undefined }> {
   const created = await createInstance(cloud, name, SPEC, 'project-masks');
   const id = created.metadata?.id ?? '';
   const token = cloud.admin.token;
-  const { message: operation } = await cloud.grpc.call(M.update, { metadata: { id }, ...request }, { token, headers: mask === undefined ? {} : { 'x-resetmask': mask } });
+  const { message: operation } = await cloud.grpc.call(
+    M.update,
+    { metadata: { id }, ...request },
+    { token, headers: mask === undefined ? {} : { 'x-resetmask': mask } },
+  );
   const done = await waitForOperation(cloud.grpc, token, operation.id);
   expect(done.status?.code).toBe(0);
   const { message: instance } = await cloud.grpc.call(M.get, { id }, { token });
@@ -77,7 +85,11 @@ test('`d.e.12`: an indexed list element has the named field reset; the others ke
 });
 
 test('`f.(j.h,i.j).k`: one field under two alternatives is reset in both', async () => {
-  const { instance, recorded } = await update('mask-alternatives', { spec: { secondaryDisks: [{}, {}] } }, 'spec.(secondary_disks.0,secondary_disks.1).disk_id');
+  const { instance, recorded } = await update(
+    'mask-alternatives',
+    { spec: { secondaryDisks: [{}, {}] } },
+    'spec.(secondary_disks.0,secondary_disks.1).disk_id',
+  );
   expect(instance.spec?.secondaryDisks.map((disk) => [disk.deviceId, disk.diskId, disk.readOnly])).toEqual([
     ['sdb', '', true],
     ['sdc', '', true],

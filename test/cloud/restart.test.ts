@@ -16,7 +16,11 @@ afterAll(async () => {
 });
 
 async function adminToken(url: string): Promise<string> {
-  const response = await fetch(`${url}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'root', password: 'root-password-1' }) });
+  const response = await fetch(`${url}/api/auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'root', password: 'root-password-1' }),
+  });
   expect(response.status).toBe(200);
   return ((await response.json()) as { accessToken: string }).accessToken;
 }
@@ -59,7 +63,9 @@ test('two servers on one database behave as one: work started on either is finis
   const two = new GrpcTestClient(second.url);
   try {
     const created = await Promise.all(
-      Array.from({ length: 6 }, (_, index) => (index % 2 === 0 ? one : two).call(M.create, { metadata: { parentId: 'project-pair', name: `pair-${index}` } }, { token })),
+      Array.from({ length: 6 }, (_, index) =>
+        (index % 2 === 0 ? one : two).call(M.create, { metadata: { parentId: 'project-pair', name: `pair-${index}` } }, { token }),
+      ),
     );
     for (const { message } of created) {
       const done = await waitForOperation(index(message.id) % 2 === 0 ? two : one, token, message.id);

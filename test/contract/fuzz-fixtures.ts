@@ -22,7 +22,13 @@ export const FUZZ_SERVER_ENV: Record<string, string> = {
   SIGNIN_MAX_FAILURES: '5',
 };
 
-async function json(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+async function json(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), accept: 'application/json', ...headers },
@@ -41,7 +47,13 @@ export const FUZZ_FIXTURES: Record<string, (url: string) => Promise<FuzzFixtures
     const signIn = await json(url, 'POST', '/api/auth', { name: FUZZ_SERVER_ENV.ADMIN_USERNAME, password: FUZZ_SERVER_ENV.ADMIN_PASSWORD });
     expectStatus('admin sign-in', signIn, 200);
     const token = String(signIn.body.accessToken);
-    const other = await json(url, 'POST', '/api/users', { name: 'fuzz-user', password: 'fuzz-user-password', isAdmin: false }, { authorization: `Bearer ${token}` });
+    const other = await json(
+      url,
+      'POST',
+      '/api/users',
+      { name: 'fuzz-user', password: 'fuzz-user-password', isAdmin: false },
+      { authorization: `Bearer ${token}` },
+    );
     expectStatus('creating a user', other, 200);
     return { tokens: { bearerAuth: token }, pathValues: { id: [String((signIn.body.user as { id: string }).id), String(other.body.id)] } };
   },
@@ -52,7 +64,13 @@ export const FUZZ_FIXTURES: Record<string, (url: string) => Promise<FuzzFixtures
     const auth = { authorization: `Bearer ${token}` };
     const topic = await json(url, 'POST', '/v1/topics', { title: 'Fuzzing' }, auth);
     expectStatus('creating a topic', topic, 201);
-    const article = await json(url, 'POST', '/v1/articles', { title: 'Fuzzed', text: 'An article the fuzzer reads.', tags: ['fuzz'], topic: topic.body._id }, auth);
+    const article = await json(
+      url,
+      'POST',
+      '/v1/articles',
+      { title: 'Fuzzed', text: 'An article the fuzzer reads.', tags: ['fuzz'], topic: topic.body._id },
+      auth,
+    );
     expectStatus('creating an article', article, 201);
     const writerId = String((login.body.user as { _id: string })._id);
     return { tokens: { bearerAuth: token, accessToken: token }, pathValues: { id: [String(article.body._id), writerId, String(topic.body._id)] } };

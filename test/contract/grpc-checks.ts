@@ -81,8 +81,10 @@ function operationProblems(operation: Operation, path: string, problems: string[
   if (!operation.createdAt) problems.push(`${path}.created_at: missing`);
   if (operation.createdBy === '') problems.push(`${path}.created_by: empty`);
   if (!ID_PATTERN.test(operation.resourceId)) problems.push(`${path}.resource_id: ${JSON.stringify(operation.resourceId)} is not <kind>-<opaque>`);
-  if (!operation.status !== !operation.finishedAt) problems.push(`${path}: finished_at and status must be set together (status ${operation.status ? 'set' : 'unset'})`);
-  if (operation.createdAt && operation.finishedAt && timestampDate(operation.finishedAt) < timestampDate(operation.createdAt)) problems.push(`${path}.finished_at: before created_at`);
+  if (!operation.status !== !operation.finishedAt)
+    problems.push(`${path}: finished_at and status must be set together (status ${operation.status ? 'set' : 'unset'})`);
+  if (operation.createdAt && operation.finishedAt && timestampDate(operation.finishedAt) < timestampDate(operation.createdAt))
+    problems.push(`${path}.finished_at: before created_at`);
   if (operation.status && operation.status.code !== 0) {
     const details = operation.status.details.map((any) => anyUnpack(any, ServiceErrorSchema)).filter((value) => value !== undefined);
     if (details.length === 0) problems.push(`${path}.status: a failed operation without a ServiceError detail`);
@@ -100,7 +102,8 @@ function operationProblems(operation: Operation, path: string, problems: string[
     problems.push(`${path}.request: ${operation.request.typeUrl} is not a message the server describes`);
     return;
   }
-  for (const secret of secretsSet(request.desc, request.message, 'request')) problems.push(`${path}.${secret}: a sensitive or credentials value is stored in the operation`);
+  for (const secret of secretsSet(request.desc, request.message, 'request'))
+    problems.push(`${path}.${secret}: a sensitive or credentials value is stored in the operation`);
 }
 
 function unpack(any: Any, registry: Registry): { desc: DescMessage; message: Message } | undefined {
@@ -116,8 +119,10 @@ function secretsSet(desc: DescMessage, message: Message, path: string): string[]
       if (!r.isSet(field)) continue;
       if (isSecret(field)) found.push(`${at}.${field.name}`);
       if (field.fieldKind === 'message') visit(r.get(field) as ReflectMessage, `${at}.${field.name}`);
-      else if (field.fieldKind === 'list' && field.listKind === 'message') for (const item of r.get(field)) visit(item as ReflectMessage, `${at}.${field.name}[]`);
-      else if (field.fieldKind === 'map' && field.mapKind === 'message') for (const [key, item] of r.get(field)) visit(item as ReflectMessage, `${at}.${field.name}[${String(key)}]`);
+      else if (field.fieldKind === 'list' && field.listKind === 'message')
+        for (const item of r.get(field)) visit(item as ReflectMessage, `${at}.${field.name}[]`);
+      else if (field.fieldKind === 'map' && field.mapKind === 'message')
+        for (const [key, item] of r.get(field)) visit(item as ReflectMessage, `${at}.${field.name}[${String(key)}]`);
     }
   };
   visit(reflect(desc, message), path);
@@ -139,16 +144,21 @@ export function errorProblems(error: GrpcCallError, want: StatusName, options: {
   if (error.status.code !== error.code) problems.push(`google.rpc.Status.code ${error.status.code} differs from the gRPC code ${error.code}`);
   const serviceError = error.serviceError;
   if (!serviceError) {
-    problems.push(`google.rpc.Status.details has no cloud.common.v1.ServiceError (${error.status.details.map((any) => any.typeUrl).join(', ') || 'no details'})`);
+    problems.push(
+      `google.rpc.Status.details has no cloud.common.v1.ServiceError (${error.status.details.map((any) => any.typeUrl).join(', ') || 'no details'})`,
+    );
     return problems;
   }
   if (serviceError.code === '') problems.push('ServiceError.code is empty');
   if (serviceError.retryType === RetryType.UNSPECIFIED) problems.push('ServiceError.retry_type is UNSPECIFIED');
   if (options.apiServiceName !== '*' && serviceError.service !== options.apiServiceName) {
-    problems.push(`ServiceError.service is ${JSON.stringify(serviceError.service)}, the service's api_service_name is ${JSON.stringify(options.apiServiceName)}`);
+    problems.push(
+      `ServiceError.service is ${JSON.stringify(serviceError.service)}, the service's api_service_name is ${JSON.stringify(options.apiServiceName)}`,
+    );
   }
   if (options.apiServiceName === '*' && serviceError.service === '') problems.push('ServiceError.service is empty');
   const allowed = DETAIL_OF_CODE[want];
-  if (allowed && !allowed.includes(serviceError.details.case)) problems.push(`ServiceError detail ${serviceError.details.case ?? 'unset'} for ${want} (wanted ${allowed.map(String).join(' or ')})`);
+  if (allowed && !allowed.includes(serviceError.details.case))
+    problems.push(`ServiceError detail ${serviceError.details.case ?? 'unset'} for ${want} (wanted ${allowed.map(String).join(' or ')})`);
   return problems;
 }

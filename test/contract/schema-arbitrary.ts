@@ -54,11 +54,30 @@ export function resolveRefs<T>(document: unknown, node: T, depth = 0): T {
 /** Strings a parser or a database may choke on: control characters, lone surrogates, RTL marks, NUL, emoji. */
 export const oddString: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('\u0000', '\uD800', '\uDFFF\uD800', '\u202E\u202D', '\uFEFF', 'e\u0301', '👩‍👩‍👧‍👦', '\\', '%00', '%', '../../etc/passwd', "' OR 1=1 --", '${{7*7}}', '\r\n', ' ', ''),
+  fc.constantFrom(
+    '\u0000',
+    '\uD800',
+    '\uDFFF\uD800',
+    '\u202E\u202D',
+    '\uFEFF',
+    'e\u0301',
+    '👩‍👩‍👧‍👦',
+    '\\',
+    '%00',
+    '%',
+    '../../etc/passwd',
+    "' OR 1=1 --",
+    '${{7*7}}',
+    '\r\n',
+    ' ',
+    '',
+  ),
 );
 
 /** Strings far past every documented limit. */
-export const hugeString: fc.Arbitrary<string> = fc.constantFrom(10_000, 70_000).chain((length) => fc.constantFrom('a', 'é', '\u0000', '😀').map((char) => char.repeat(length)));
+export const hugeString: fc.Arbitrary<string> = fc
+  .constantFrom(10_000, 70_000)
+  .chain((length) => fc.constantFrom('a', 'é', '\u0000', '😀').map((char) => char.repeat(length)));
 
 function stringOf(schema: Schema): fc.Arbitrary<string> {
   const minLength = schema.minLength ?? 0;
@@ -72,7 +91,9 @@ function stringOf(schema: Schema): fc.Arbitrary<string> {
     case 'date-time':
       return fc.date({ min: new Date('1971-01-01T00:00:00Z'), max: new Date('2199-12-31T00:00:00Z'), noInvalidDate: true }).map((date) => date.toISOString());
     case 'date':
-      return fc.date({ min: new Date('1971-01-01T00:00:00Z'), max: new Date('2199-12-31T00:00:00Z'), noInvalidDate: true }).map((date) => date.toISOString().slice(0, 10));
+      return fc
+        .date({ min: new Date('1971-01-01T00:00:00Z'), max: new Date('2199-12-31T00:00:00Z'), noInvalidDate: true })
+        .map((date) => date.toISOString().slice(0, 10));
     case 'uuid':
       return fc.uuid({ version: 4 });
     case 'byte':
@@ -133,7 +154,11 @@ function objectOf(schema: Schema, forRequest: boolean, depth: number): fc.Arbitr
     requiredKeys: properties.map(([name]) => name).filter((name) => required.has(name)),
   });
   if (typeof schema.additionalProperties === 'object') {
-    const extra = fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }).filter((key) => !(key in (schema.properties ?? {}))), validValue(schema.additionalProperties, forRequest, depth + 1), { maxKeys: 3 });
+    const extra = fc.dictionary(
+      fc.string({ minLength: 1, maxLength: 12 }).filter((key) => !(key in (schema.properties ?? {}))),
+      validValue(schema.additionalProperties, forRequest, depth + 1),
+      { maxKeys: 3 },
+    );
     return fc.tuple(record, extra).map(([known, more]) => ({ ...more, ...known }));
   }
   return record;
@@ -190,14 +215,29 @@ export function invalidValue(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
     const valid = objectOf(schema, true, depth) as fc.Arbitrary<Record<string, unknown>>;
     const names = Object.keys(schema.properties ?? {});
     if (schema.required?.length) {
-      options.push(fc.tuple(valid, fc.constantFrom(...schema.required)).map(([object, name]) => Object.fromEntries(Object.entries(object).filter(([key]) => key !== name))));
+      options.push(
+        fc
+          .tuple(valid, fc.constantFrom(...schema.required))
+          .map(([object, name]) => Object.fromEntries(Object.entries(object).filter(([key]) => key !== name))),
+      );
     }
     if (schema.additionalProperties === false || schema.additionalProperties === undefined) {
-      options.push(fc.tuple(valid, fc.string({ minLength: 1, maxLength: 10 }).filter((key) => !names.includes(key)), fc.jsonValue({ maxDepth: 1 })).map(([object, key, value]) => ({ ...object, [key]: value })));
+      options.push(
+        fc
+          .tuple(
+            valid,
+            fc.string({ minLength: 1, maxLength: 10 }).filter((key) => !names.includes(key)),
+            fc.jsonValue({ maxDepth: 1 }),
+          )
+          .map(([object, key, value]) => ({ ...object, [key]: value })),
+      );
     }
     if (names.length > 0) {
       options.push(
-        fc.constantFrom(...names).chain((name) => fc.tuple(valid, fc.constant(name), invalidValue(schema.properties?.[name] ?? {}, depth + 1))).map(([object, name, value]) => ({ ...object, [name]: value })),
+        fc
+          .constantFrom(...names)
+          .chain((name) => fc.tuple(valid, fc.constant(name), invalidValue(schema.properties?.[name] ?? {}, depth + 1)))
+          .map(([object, name, value]) => ({ ...object, [name]: value })),
       );
     }
   }

@@ -12,7 +12,23 @@ const { parse } = require('yaml');
 const ROOT = join(__dirname, '..', '..');
 const SERVER_URL = process.env.DREDD_SERVER_URL;
 // Formats the JSON Schema validator inside dredd (ajv 6) knows; OpenAPI-only ones (int64, byte…) would abort it.
-const KNOWN_FORMATS = new Set(['date', 'time', 'date-time', 'uri', 'uri-reference', 'uri-template', 'url', 'email', 'hostname', 'ipv4', 'ipv6', 'regex', 'uuid', 'json-pointer', 'relative-json-pointer']);
+const KNOWN_FORMATS = new Set([
+  'date',
+  'time',
+  'date-time',
+  'uri',
+  'uri-reference',
+  'uri-template',
+  'url',
+  'email',
+  'hostname',
+  'ipv4',
+  'ipv6',
+  'regex',
+  'uuid',
+  'json-pointer',
+  'relative-json-pointer',
+]);
 const OPENAPI_ONLY = new Set(['example', 'nullable', 'discriminator', 'xml', 'externalDocs', 'deprecated']);
 
 /** Follows `#/a/b` inside the document. */
@@ -96,7 +112,9 @@ function contract(name) {
      */
     expectSchema(transaction) {
       const [method, path, status] = keyOf(transaction).split(' ');
-      const mediaType = String(transaction.expected.headers?.['Content-Type'] || transaction.expected.headers?.['content-type'] || 'application/json').split(';')[0].trim();
+      const mediaType = String(transaction.expected.headers?.['Content-Type'] || transaction.expected.headers?.['content-type'] || 'application/json')
+        .split(';')[0]
+        .trim();
       const schema = this.responseSchema(method, path, status, mediaType);
       if (schema) {
         transaction.expected.bodySchema = schema;

@@ -15,7 +15,10 @@ const names = (files: Uint8Array[] | undefined) => files?.map((bytes) => fromBin
 /** Each lookup answers the declaring file first (then its dependencies), or nothing. */
 const lookups: Array<[string, { given: () => Uint8Array[] | undefined; want: string | undefined }]> = [
   ['a service by name', { given: () => index.fileContainingSymbol('cloud.compute.v1.InstanceService'), want: 'cloud/compute/v1/instance_service.proto' }],
-  ['a method by name', { given: () => index.fileContainingSymbol('cloud.common.v1.ServerInfoService.GetServerInfo'), want: 'cloud/common/v1/server_info_service.proto' }],
+  [
+    'a method by name',
+    { given: () => index.fileContainingSymbol('cloud.common.v1.ServerInfoService.GetServerInfo'), want: 'cloud/common/v1/server_info_service.proto' },
+  ],
   ['a message by name', { given: () => index.fileContainingSymbol('cloud.compute.v1.Instance'), want: 'cloud/compute/v1/instance.proto' }],
   ['a message by name with a leading dot', { given: () => index.fileContainingSymbol('.cloud.compute.v1.Instance'), want: 'cloud/compute/v1/instance.proto' }],
   ['a file by name', { given: () => index.fileByFilename('cloud/common/v1/server_info_service.proto'), want: 'cloud/common/v1/server_info_service.proto' }],
@@ -30,7 +33,14 @@ describe('DescriptorIndex', () => {
 
   it('answers a file with all its transitive dependencies, each once', () => {
     const files = names(index.fileContainingSymbol('cloud.compute.v1.InstanceService')) ?? [];
-    expect(files).toEqual(expect.arrayContaining(['cloud/compute/v1/instance.proto', 'cloud/common/v1/operation.proto', 'cloud/annotations.proto', 'google/protobuf/descriptor.proto']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'cloud/compute/v1/instance.proto',
+        'cloud/common/v1/operation.proto',
+        'cloud/annotations.proto',
+        'google/protobuf/descriptor.proto',
+      ]),
+    );
     expect(new Set(files).size).toBe(files.length);
   });
 
@@ -41,7 +51,11 @@ describe('DescriptorIndex', () => {
 
 describe('reflectionServices', () => {
   it('lists every service served, including ones listed after it', async () => {
-    const services: RpcService[] = [rpcService(ServerInfoService, {}), ...reflectionServices(() => services.map((entry) => entry.service)), rpcService(OperationService, {})];
+    const services: RpcService[] = [
+      rpcService(ServerInfoService, {}),
+      ...reflectionServices(() => services.map((entry) => entry.service)),
+      rpcService(OperationService, {}),
+    ];
     const transport = createRouterTransport(rpcRoutes(services));
     const client = createClient(ServerReflection, transport);
     async function* one() {
@@ -53,6 +67,11 @@ describe('reflectionServices', () => {
     const response = answers[0]?.messageResponse;
     expect(response?.case).toBe('listServicesResponse');
     const listed = response?.case === 'listServicesResponse' ? response.value.service.map((service) => service.name) : [];
-    expect(listed).toEqual(['cloud.common.v1.OperationService', 'cloud.common.v1.ServerInfoService', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection']);
+    expect(listed).toEqual([
+      'cloud.common.v1.OperationService',
+      'cloud.common.v1.ServerInfoService',
+      'grpc.reflection.v1.ServerReflection',
+      'grpc.reflection.v1alpha.ServerReflection',
+    ]);
   });
 });

@@ -36,7 +36,11 @@ const lookup: JwtLookup = {
 const b64 = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 /** A JWT with any header and claims, signed RS256 with `key` (or with `signer`). */
-function jwt(header: Record<string, unknown>, claims: Record<string, unknown>, signer: (input: string) => string = (input) => sign('RSA-SHA256', Buffer.from(input), rsa.privateKey).toString('base64url')): string {
+function jwt(
+  header: Record<string, unknown>,
+  claims: Record<string, unknown>,
+  signer: (input: string) => string = (input) => sign('RSA-SHA256', Buffer.from(input), rsa.privateKey).toString('base64url'),
+): string {
   const input = `${b64(header)}.${b64(claims)}`;
   return `${input}.${signer(input)}`;
 }
@@ -72,7 +76,13 @@ const REFUSED: Array<[string, { given: string; want: RegExp }]> = [
   ['four parts', { given: `${good}.x`, want: /compact JWS/ }],
   ['header not JSON', { given: `${b64('nope')}.${b64(claims)}.sig`, want: /header is not JSON/ }],
   ['alg none without signature', { given: `${b64({ ...header, alg: 'none' })}.${b64(claims)}.`, want: /alg "none"/ }],
-  ['alg HS256 signed with the public key as the secret', { given: jwt({ ...header, alg: 'HS256' }, claims, (input) => createHmac('sha256', pem(rsa.publicKey)).update(input).digest('base64url')), want: /alg "HS256"/ }],
+  [
+    'alg HS256 signed with the public key as the secret',
+    {
+      given: jwt({ ...header, alg: 'HS256' }, claims, (input) => createHmac('sha256', pem(rsa.publicKey)).update(input).digest('base64url')),
+      want: /alg "HS256"/,
+    },
+  ],
   ['alg RS512', { given: jwt({ ...header, alg: 'RS512' }, claims), want: /alg "RS512"/ }],
   ['alg PS256', { given: jwt({ ...header, alg: 'PS256' }, claims), want: /alg "PS256"/ }],
   ['alg missing', { given: jwt({ kid: 'publickey-good' }, claims), want: /alg undefined/ }],
@@ -93,11 +103,26 @@ const REFUSED: Array<[string, { given: string; want: RegExp }]> = [
   ['inactive key', { given: jwt({ ...header, kid: 'publickey-inactive' }, claims), want: /key is inactive/ }],
   ['expired key', { given: jwt({ ...header, kid: 'publickey-expired' }, claims), want: /key has expired/ }],
   ['a non-RSA stored key', { given: jwt({ ...header, kid: 'publickey-ed25519' }, claims), want: /not an RSA key/ }],
-  ['signed by another private key', { given: jwt(header, claims, (input) => sign('RSA-SHA256', Buffer.from(input), otherRsa.privateKey).toString('base64url')), want: /bad signature/ }],
+  [
+    'signed by another private key',
+    { given: jwt(header, claims, (input) => sign('RSA-SHA256', Buffer.from(input), otherRsa.privateKey).toString('base64url')), want: /bad signature/ },
+  ],
   ['claims changed after signing', { given: `${good.split('.')[0]}.${b64({ ...claims, exp: SECONDS + 600 })}.${good.split('.')[2]}`, want: /bad signature/ }],
   ['empty signature', { given: `${b64(header)}.${b64(claims)}.`, want: /signature is not base64url/ }],
-  ['inactive account', { given: jwt({ ...header, kid: 'publickey-inactive-account' }, { ...claims, iss: 'serviceaccount-off', sub: 'serviceaccount-off' }), want: /account is inactive/ }],
-  ['deleted account', { given: jwt({ ...header, kid: 'publickey-gone-account' }, { ...claims, iss: 'serviceaccount-gone', sub: 'serviceaccount-gone' }), want: /unknown service account/ }],
+  [
+    'inactive account',
+    {
+      given: jwt({ ...header, kid: 'publickey-inactive-account' }, { ...claims, iss: 'serviceaccount-off', sub: 'serviceaccount-off' }),
+      want: /account is inactive/,
+    },
+  ],
+  [
+    'deleted account',
+    {
+      given: jwt({ ...header, kid: 'publickey-gone-account' }, { ...claims, iss: 'serviceaccount-gone', sub: 'serviceaccount-gone' }),
+      want: /unknown service account/,
+    },
+  ],
 ];
 
 test.each(REFUSED)('refuses a JWT when: %s', async (_name, { given, want }) => {
@@ -107,7 +132,10 @@ test.each(REFUSED)('refuses a JWT when: %s', async (_name, { given, want }) => {
 });
 
 const ACCEPTED: Array<[string, { given: string; want: string }]> = [
-  ['a JWT as the command-line client signs it', { given: signServiceAccountJwt({ serviceAccountId: ACCOUNT, keyId: 'publickey-good', privateKey: rsa.privateKey }, { now: NOW }), want: ACCOUNT }],
+  [
+    'a JWT as the command-line client signs it',
+    { given: signServiceAccountJwt({ serviceAccountId: ACCOUNT, keyId: 'publickey-good', privateKey: rsa.privateKey }, { now: NOW }), want: ACCOUNT },
+  ],
   ['exp just inside the skew in the past', { given: jwt(header, { ...claims, exp: SECONDS - CLOCK_SKEW_SECONDS + 1 }), want: ACCOUNT }],
   ['exp exactly 1 h ahead', { given: jwt(header, { ...claims, exp: SECONDS + 3600 }), want: ACCOUNT }],
   ['no typ header', { given: jwt({ alg: 'RS256', kid: 'publickey-good' }, claims), want: ACCOUNT }],
@@ -123,5 +151,8 @@ test.each(ACCEPTED)('accepts %s', async (_name, { given, want }) => {
 test.each(NON_CANONICAL)('%s spells the same signature bytes (so only the canonical check refuses it)', (_name, given) => {
   const [, , signature = ''] = given.split('.');
   expect(signature).not.toBe(goodSignature);
-  expect(Buffer.from(signature, 'base64url').equals(Buffer.from(goodSignature, 'base64url')) || Buffer.from(signature, 'base64').equals(Buffer.from(goodSignature, 'base64url'))).toBe(true);
+  expect(
+    Buffer.from(signature, 'base64url').equals(Buffer.from(goodSignature, 'base64url')) ||
+      Buffer.from(signature, 'base64').equals(Buffer.from(goodSignature, 'base64url')),
+  ).toBe(true);
 });

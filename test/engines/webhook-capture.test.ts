@@ -23,16 +23,32 @@ function body(text: string | Buffer) {
 }
 
 const cases: Array<[string, { given: Partial<CaptureInput>; want: Record<string, unknown> }]> = [
-  ['a target without a query has an empty raw query and no parameters', { given: { target: `/${ROUTE}/a/b` }, want: { path: `/${ROUTE}/a/b`, query: '', queryParams: {} } }],
+  [
+    'a target without a query has an empty raw query and no parameters',
+    { given: { target: `/${ROUTE}/a/b` }, want: { path: `/${ROUTE}/a/b`, query: '', queryParams: {} } },
+  ],
   [
     'a query is kept raw and parsed into every value of every name, in order',
     { given: { target: `/${ROUTE}?a=1&b=%20x&a=2&flag` }, want: { query: 'a=1&b=%20x&a=2&flag', queryParams: { a: ['1', '2'], b: [' x'], flag: [''] } } },
   ],
   [
     'header lines keep their order, letter case and duplicates',
-    { given: { rawHeaders: ['Host', 'h', 'X-A', '1', 'x-a', '2', 'X-B', '3'] }, want: { headers: [['Host', 'h'], ['X-A', '1'], ['x-a', '2'], ['X-B', '3']] } },
+    {
+      given: { rawHeaders: ['Host', 'h', 'X-A', '1', 'x-a', '2', 'X-B', '3'] },
+      want: {
+        headers: [
+          ['Host', 'h'],
+          ['X-A', '1'],
+          ['x-a', '2'],
+          ['X-B', '3'],
+        ],
+      },
+    },
   ],
-  ['the content type is the first Content-Type line, whatever its case', { given: { rawHeaders: ['content-TYPE', 'text/csv', 'Content-Type', 'x/y'] }, want: { contentType: 'text/csv' } }],
+  [
+    'the content type is the first Content-Type line, whatever its case',
+    { given: { rawHeaders: ['content-TYPE', 'text/csv', 'Content-Type', 'x/y'] }, want: { contentType: 'text/csv' } },
+  ],
   ['no Content-Type line means a null content type', { given: {}, want: { contentType: null } }],
   [
     'a UTF-8 body is shown as text and base64',
@@ -43,13 +59,25 @@ const cases: Array<[string, { given: Partial<CaptureInput>; want: Record<string,
     'a declared JSON body is parsed whatever JSON value it holds',
     { given: { rawHeaders: ['Content-Type', 'application/vnd.api+json; charset=utf-8'], body: body('"just a string"') }, want: { json: 'just a string' } },
   ],
-  ['an undeclared body that is a JSON object is parsed too', { given: { rawHeaders: ['Content-Type', 'application/x-www-form-urlencoded'], body: body('{"a":1}') }, want: { json: { a: 1 } } }],
+  [
+    'an undeclared body that is a JSON object is parsed too',
+    { given: { rawHeaders: ['Content-Type', 'application/x-www-form-urlencoded'], body: body('{"a":1}') }, want: { json: { a: 1 } } },
+  ],
   ['broken JSON is not parsed', { given: { rawHeaders: ['Content-Type', 'application/json'], body: body('{"a":') }, want: { json: null, body: '{"a":' } }],
   [
     'a urlencoded body is parsed as a form, plus signs as spaces',
-    { given: { rawHeaders: ['Content-Type', 'application/x-www-form-urlencoded'], body: body('a=1+2&a=%263&b=') }, want: { form: { a: ['1 2', '&3'], b: [''] }, json: null } },
+    {
+      given: { rawHeaders: ['Content-Type', 'application/x-www-form-urlencoded'], body: body('a=1+2&a=%263&b=') },
+      want: { form: { a: ['1 2', '&3'], b: [''] }, json: null },
+    },
   ],
-  ['a truncated body is never parsed as JSON', { given: { rawHeaders: ['Content-Type', 'application/json'], body: { bytes: Buffer.from('{"a":1}'), size: 100, truncated: true } }, want: { json: null, size: 100, truncated: true } }],
+  [
+    'a truncated body is never parsed as JSON',
+    {
+      given: { rawHeaders: ['Content-Type', 'application/json'], body: { bytes: Buffer.from('{"a":1}'), size: 100, truncated: true } },
+      want: { json: null, size: 100, truncated: true },
+    },
+  ],
   ['an IPv4 peer on a dual-stack socket is shown as IPv4', { given: { remoteAddress: '::ffff:10.0.0.7' }, want: { remoteAddress: '10.0.0.7' } }],
   ['an IPv6 peer is kept', { given: { remoteAddress: '::1', httpVersion: '2.0' }, want: { remoteAddress: '::1', httpVersion: '2.0' } }],
   ['any method name is kept as sent', { given: { method: 'PURGE' }, want: { method: 'PURGE' } }],
@@ -74,7 +102,10 @@ describe('BodyCollector', () => {
     ['an empty body', { given: { limit: 10, chunks: [] }, want: { kept: '', size: 0, truncated: false } }],
     ['a body under the limit, in pieces', { given: { limit: 10, chunks: ['ab', 'cd'] }, want: { kept: 'abcd', size: 4, truncated: false } }],
     ['a body exactly at the limit', { given: { limit: 4, chunks: ['ab', 'cd'] }, want: { kept: 'abcd', size: 4, truncated: false } }],
-    ['a body over the limit is cut inside a chunk and fully counted', { given: { limit: 3, chunks: ['ab', 'cd', 'ef'] }, want: { kept: 'abc', size: 6, truncated: true } }],
+    [
+      'a body over the limit is cut inside a chunk and fully counted',
+      { given: { limit: 3, chunks: ['ab', 'cd', 'ef'] }, want: { kept: 'abc', size: 6, truncated: true } },
+    ],
     ['a zero limit keeps nothing', { given: { limit: 0, chunks: ['ab'] }, want: { kept: '', size: 2, truncated: true } }],
   ];
   test.each(table)('%s', (_name, { given, want }) => {

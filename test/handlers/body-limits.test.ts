@@ -83,7 +83,10 @@ describe('profile pictures (users API)', () => {
   test('a data: URL of a 1 MiB image is a valid profile picture, stored and read back whole', async () => {
     const picture = dataUrl(MiB);
     expect(picture.length).toBeLessThanOrEqual(1_400_000);
-    const created = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: 'pic-1mib', password: 'pic-password', isAdmin: false, profilePicture: picture } });
+    const created = await call(server, 'POST', '/api/users', {
+      token: admin.token,
+      body: { name: 'pic-1mib', password: 'pic-password', isAdmin: false, profilePicture: picture },
+    });
     expect(created.status).toBe(200);
     const read = await call(server, 'GET', `/api/users/${created.body.id}`, { token: admin.token });
     expect(read.body.profilePicture).toBe(picture);
@@ -95,18 +98,25 @@ describe('profile pictures (users API)', () => {
   ])('%s with a 2 MB picture is 400 naming profilePicture (inside the body limit, refused by the contract)', async (_case, method, path, fields) => {
     const picture = dataUrl(1_500_000);
     expect(picture.length).toBeGreaterThan(2_000_000);
-    const response = await call(server, method, path === 'self' ? `/api/users/${admin.id}` : path, { token: admin.token, body: { ...fields, profilePicture: picture } });
+    const response = await call(server, method, path === 'self' ? `/api/users/${admin.id}` : path, {
+      token: admin.token,
+      body: { ...fields, profilePicture: picture },
+    });
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ statusCode: 400, error: 'Bad Request' });
     expect(response.body.details).toEqual([expect.objectContaining({ field: 'profilePicture' })]);
   });
 });
 
-describe('a body over the limit is 413 in each REST API\'s own error shape', () => {
+describe("a body over the limit is 413 in each REST API's own error shape", () => {
   test('users API: {statusCode: 413, message, error} over 3 MiB (documented in users.yaml)', async () => {
     const response = await call(server, 'POST', '/api/auth', { rawBody: Buffer.alloc(USERS_LIMIT + 1, 0x20), headers: { 'content-type': 'application/json' } });
     expect(response.status).toBe(413);
-    expect(response.body).toEqual({ statusCode: 413, message: `The request body is larger than the limit of ${USERS_LIMIT} bytes.`, error: 'Payload Too Large' });
+    expect(response.body).toEqual({
+      statusCode: 413,
+      message: `The request body is larger than the limit of ${USERS_LIMIT} bytes.`,
+      error: 'Payload Too Large',
+    });
   });
 
   test('users API: 3 MiB exactly is read (and judged by the contract)', async () => {
@@ -119,14 +129,22 @@ describe('a body over the limit is 413 in each REST API\'s own error shape', () 
     ['webhooks API (/routes)', '/routes'],
   ])('%s: problem details over 1 MiB', async (_case, path) => {
     // Neither contract documents 413 yet, so the answer is checked here rather than against it.
-    const response = await server.request('POST', path, { rawBody: Buffer.alloc(DEFAULT_LIMIT + 1, 0x20), headers: { 'content-type': 'application/json' }, unchecked: true });
+    const response = await server.request('POST', path, {
+      rawBody: Buffer.alloc(DEFAULT_LIMIT + 1, 0x20),
+      headers: { 'content-type': 'application/json' },
+      unchecked: true,
+    });
     expect(response.status).toBe(413);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(response.body).toMatchObject({ type: 'about:blank', title: 'Payload Too Large', status: 413 });
   });
 
   test('an operation without a request body refuses a large one the same way (and does not run)', async () => {
-    const response = await server.request('DELETE', `/api/users/${admin.id}`, { token: admin.token, rawBody: Buffer.alloc(USERS_LIMIT + 1, 0x20), unchecked: true });
+    const response = await server.request('DELETE', `/api/users/${admin.id}`, {
+      token: admin.token,
+      rawBody: Buffer.alloc(USERS_LIMIT + 1, 0x20),
+      unchecked: true,
+    });
     expect(response.status).toBe(413);
     expect(response.body).toMatchObject({ statusCode: 413 });
     expect((await call(server, 'GET', `/api/users/${admin.id}`, { token: admin.token })).status).toBe(200);
@@ -136,7 +154,11 @@ describe('a body over the limit is 413 in each REST API\'s own error shape', () 
 describe('an oversized body is not read whole', () => {
   test('with Content-Length over the limit the 413 comes before the body is sent', async () => {
     const outcome = await new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
-      const request = http.request(`${server.url}/api/auth`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': String(64 * MiB) } });
+      const request = http.request(`${server.url}/api/auth`, {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': String(64 * MiB) },
+      });
       request.on('response', (response) => {
         let body = '';
         response.on('data', (chunk: Buffer) => (body += chunk.toString()));

@@ -116,10 +116,14 @@ describe('PUT /api/users/{id}', () => {
   });
 
   test.each([
-    ['a missing top-level key', (() => {
-      const { language: _language, ...rest } = DEFAULT_SETTINGS;
-      return rest;
-    })(), 'settings.language'],
+    [
+      'a missing top-level key',
+      (() => {
+        const { language: _language, ...rest } = DEFAULT_SETTINGS;
+        return rest;
+      })(),
+      'settings.language',
+    ],
     ['an incomplete integration', { ...DEFAULT_SETTINGS, mediaserver: { apiKey: '', baseUrl: '' } }, 'settings.mediaserver.userId'],
     ['a wrong-typed field', { ...DEFAULT_SETTINGS, animationDuration: 'slow' }, 'settings.animationDuration'],
     ['an unknown key', { ...DEFAULT_SETTINGS, theme: 'dark' }, 'settings.theme'],
@@ -154,7 +158,7 @@ describe('PUT /api/users/{id}', () => {
     expect(await read(erin.id)).toMatchObject({ isAdmin: false, onboardingDone: false });
   });
 
-  test('sending one\'s current isAdmin value is not a change and is allowed', async () => {
+  test("sending one's current isAdmin value is not a change and is allowed", async () => {
     expect((await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: { isAdmin: false } })).status).toBe(200);
   });
 
@@ -176,13 +180,16 @@ describe('PUT /api/users/{id}', () => {
     });
 
     test('with the right oldPassword the new password works and the old one stops working', async () => {
-      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: { password: 'erin-new-password', oldPassword: 'erin-password' } });
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, {
+        token: erin.token,
+        body: { password: 'erin-new-password', oldPassword: 'erin-password' },
+      });
       expect(response.status).toBe(200);
       await signIn(server, 'erin', 'erin-new-password');
       expect((await call(server, 'POST', '/api/auth', { body: { name: 'erin', password: 'erin-password' } })).status).toBe(401);
     });
 
-    test('an admin sets another user\'s password without oldPassword', async () => {
+    test("an admin sets another user's password without oldPassword", async () => {
       const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: admin.token, body: { password: 'erin-third-password' } });
       expect(response.status).toBe(200);
       await signIn(server, 'erin', 'erin-third-password');
@@ -228,7 +235,9 @@ describe('the last admin', () => {
     // longer see the other admin); what matters is that exactly one admin is left.
     expect(a.status === 200 ? [409, 404] : [200]).toContain(b.status);
     expect(b.status === 200 ? [409, 404] : [200]).toContain(a.status);
-    const admins = (await call(server, 'GET', '/api/users', { token: a.status === 200 ? admin.token : second.token })).body.filter((user: { isAdmin: boolean }) => user.isAdmin);
+    const admins = (await call(server, 'GET', '/api/users', { token: a.status === 200 ? admin.token : second.token })).body.filter(
+      (user: { isAdmin: boolean }) => user.isAdmin,
+    );
     expect(admins).toHaveLength(1);
     // Restore: root is the only admin again.
     if (b.status === 200) {

@@ -54,7 +54,12 @@ export function bootstrapAdmin(server: TestServer): Promise<Account> {
 }
 
 /** Creates a user as `admin` and signs them in. */
-export async function createAccount(server: TestServer, admin: Account, name: string, options: { isAdmin?: boolean; password?: string } = {}): Promise<Account> {
+export async function createAccount(
+  server: TestServer,
+  admin: Account,
+  name: string,
+  options: { isAdmin?: boolean; password?: string } = {},
+): Promise<Account> {
   const password = options.password ?? `${name}-password`;
   const created = await call(server, 'POST', '/api/users', { token: admin.token, body: { name, password, isAdmin: options.isAdmin ?? false } });
   expect(created.status).toBe(200);
@@ -69,7 +74,14 @@ export function requestFrom(server: TestServer, localAddress: string, method: st
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: server.port, method, path, localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method,
+        path,
+        localAddress,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -48,9 +48,17 @@ test('sign-ins, password changes and bad requests log no password, hash or token
   expect(created.status).toBe(200);
   const alice = await send('POST', '/api/auth', { name: 'alice', password: SECRETS.userPassword });
   expect((await send('POST', '/api/auth', { name: 'alice', password: SECRETS.wrongPassword })).status).toBe(401);
-  const changed = await send('PUT', `/api/users/${alice.body.user.id}`, { password: SECRETS.newPassword, oldPassword: SECRETS.userPassword }, alice.body.accessToken);
+  const changed = await send(
+    'PUT',
+    `/api/users/${alice.body.user.id}`,
+    { password: SECRETS.newPassword, oldPassword: SECRETS.userPassword },
+    alice.body.accessToken,
+  );
   expect(changed.status).toBe(200);
-  expect((await send('PUT', `/api/users/${alice.body.user.id}`, { password: SECRETS.newPassword, oldPassword: SECRETS.wrongPassword }, alice.body.accessToken)).status).toBe(400);
+  expect(
+    (await send('PUT', `/api/users/${alice.body.user.id}`, { password: SECRETS.newPassword, oldPassword: SECRETS.wrongPassword }, alice.body.accessToken))
+      .status,
+  ).toBe(400);
   expect((await send('POST', '/api/auth', undefined, undefined, `{"name":"alice","password":"${SECRETS.wrongPassword}"`)).status).toBe(400);
   expect((await send('GET', '/api/users', undefined, `${alice.body.accessToken}x`)).status).toBe(401);
 

@@ -31,18 +31,40 @@ const ROWS: Array<[string, Row]> = [
   ['GET /api/users/{admin}', { method: 'GET', path: (_s, a) => `/api/users/${a.id}`, want: { anonymous: 401, self: 404, 'other user': 404, admin: 200 } }],
   [
     'PUT /api/users/{subject} (profile fields)',
-    { method: 'PUT', path: (s) => `/api/users/${s.id}`, body: () => ({ onboardingDone: true }), want: { anonymous: 401, self: 200, 'other user': 404, admin: 200 } },
+    {
+      method: 'PUT',
+      path: (s) => `/api/users/${s.id}`,
+      body: () => ({ onboardingDone: true }),
+      want: { anonymous: 401, self: 200, 'other user': 404, admin: 200 },
+    },
   ],
   [
     'PUT /api/users/{subject} (isAdmin)',
-    { method: 'PUT', path: (s) => `/api/users/${s.id}`, body: () => ({ isAdmin: true }), want: { anonymous: 401, self: 403, 'other user': 404, admin: 200 }, fresh: true },
+    {
+      method: 'PUT',
+      path: (s) => `/api/users/${s.id}`,
+      body: () => ({ isAdmin: true }),
+      want: { anonymous: 401, self: 403, 'other user': 404, admin: 200 },
+      fresh: true,
+    },
   ],
   [
     'PUT /api/users/{admin} (profile fields)',
-    { method: 'PUT', path: (_s, a) => `/api/users/${a.id}`, body: () => ({ onboardingDone: true }), want: { anonymous: 401, self: 404, 'other user': 404, admin: 200 } },
+    {
+      method: 'PUT',
+      path: (_s, a) => `/api/users/${a.id}`,
+      body: () => ({ onboardingDone: true }),
+      want: { anonymous: 401, self: 404, 'other user': 404, admin: 200 },
+    },
   ],
-  ['DELETE /api/users/{subject}', { method: 'DELETE', path: (s) => `/api/users/${s.id}`, want: { anonymous: 401, self: 200, 'other user': 404, admin: 200 }, fresh: true }],
-  ['DELETE /api/users/{admin} (the last admin)', { method: 'DELETE', path: (_s, a) => `/api/users/${a.id}`, want: { anonymous: 401, self: 404, 'other user': 404, admin: 409 } }],
+  [
+    'DELETE /api/users/{subject}',
+    { method: 'DELETE', path: (s) => `/api/users/${s.id}`, want: { anonymous: 401, self: 200, 'other user': 404, admin: 200 }, fresh: true },
+  ],
+  [
+    'DELETE /api/users/{admin} (the last admin)',
+    { method: 'DELETE', path: (_s, a) => `/api/users/${a.id}`, want: { anonymous: 401, self: 404, 'other user': 404, admin: 409 } },
+  ],
 ];
 
 const CALLERS: Caller[] = ['anonymous', 'self', 'other user', 'admin'];

@@ -72,11 +72,14 @@ describe('bearer tokens', () => {
     ['three parts of garbage', () => 'Bearer a.b.c'],
     ['an expired token', () => `Bearer ${server.app.tokens.sign({ sub: admin.id, aud: 'account' }, -10)}`],
     ['a token of another audience', () => `Bearer ${server.app.tokens.sign({ sub: admin.id, aud: 'publishing' }, 600)}`],
-    ['a tampered payload', () => {
-      const [header, , signature] = admin.token.split('.');
-      const forged = Buffer.from(JSON.stringify({ sub: bob.id, aud: 'account', iat: 0, exp: 4102444800 })).toString('base64url');
-      return `Bearer ${header}.${forged}.${signature}`;
-    }],
+    [
+      'a tampered payload',
+      () => {
+        const [header, , signature] = admin.token.split('.');
+        const forged = Buffer.from(JSON.stringify({ sub: bob.id, aud: 'account', iat: 0, exp: 4102444800 })).toString('base64url');
+        return `Bearer ${header}.${forged}.${signature}`;
+      },
+    ],
     ['a token for a user id that never existed', () => `Bearer ${server.app.tokens.sign({ sub: randomUUID(), aud: 'account' }, 600)}`],
     ['the Basic scheme with the right password', () => `Basic ${Buffer.from(`${ADMIN.name}:${ADMIN.password}`).toString('base64')}`],
     ['a valid token under another scheme', () => `Token ${admin.token}`],

@@ -89,10 +89,12 @@ test('close() after a keep-alive request returns at once (no wait for the idle c
   const agent = new http.Agent({ keepAlive: true });
   try {
     const status = await new Promise<number>((resolve, reject) => {
-      http.get(`${own.url}/healthz`, { agent }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      }).on('error', reject);
+      http
+        .get(`${own.url}/healthz`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        })
+        .on('error', reject);
     });
     expect(status).toBe(200);
     const started = performance.now();

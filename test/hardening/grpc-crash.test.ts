@@ -28,7 +28,12 @@ test('native gRPC streams left mid-message by a destroyed session do not crash t
     session.on('error', () => undefined);
     await once(session, 'connect');
     const streams = Array.from({ length: 8 }, () => {
-      const stream = session.request({ ':method': 'POST', ':path': '/cloud.compute.v1.InstanceService/Get', 'content-type': 'application/grpc', te: 'trailers' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/cloud.compute.v1.InstanceService/Get',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       stream.on('error', () => undefined);
       stream.write(truncatedEnvelope(1024 * 1024, 1024));
       return stream;

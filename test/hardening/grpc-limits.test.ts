@@ -117,7 +117,11 @@ describe('native gRPC (the unary fast path)', () => {
   });
 
   test('a Content-Length above the limit is refused before any byte of the body arrives', async () => {
-    const answer = await h2Request({ ':path': GET, 'content-type': 'application/grpc', te: 'trailers', 'content-length': String(LIMIT + 1024) }, Buffer.alloc(0), true);
+    const answer = await h2Request(
+      { ':path': GET, 'content-type': 'application/grpc', te: 'trailers', 'content-length': String(LIMIT + 1024) },
+      Buffer.alloc(0),
+      true,
+    );
     expect(grpcStatusOf(answer)).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
   });
 
@@ -202,7 +206,12 @@ describe('gzip bombs (against a server process, whose peak memory is measured)',
   });
 
   test('gRPC over HTTP/2 (grpc-encoding: gzip, served by connect-node) is RESOURCE_EXHAUSTED', async () => {
-    const answer = await h2Request({ ':path': GET, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip', te: 'trailers' }, envelope(bomb, true), false, child.url);
+    const answer = await h2Request(
+      { ':path': GET, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip', te: 'trailers' },
+      envelope(bomb, true),
+      false,
+      child.url,
+    );
     expect(grpcStatusOf(answer)).toBe(String(grpc.status.RESOURCE_EXHAUSTED));
   });
 });

@@ -19,7 +19,10 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   });
   const lines: Interface = createInterface({ input: child.stdout });
   const next = async (): Promise<string> => {
-    const [line] = (await Promise.race([once(lines, 'line'), once(child, 'exit').then(([code]) => Promise.reject(new Error(`the server process exited (${String(code)})`)))])) as [string];
+    const [line] = (await Promise.race([
+      once(lines, 'line'),
+      once(child, 'exit').then(([code]) => Promise.reject(new Error(`the server process exited (${String(code)})`))),
+    ])) as [string];
     return line;
   };
   const { url } = JSON.parse(await next()) as { url: string };

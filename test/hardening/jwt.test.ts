@@ -14,7 +14,10 @@ let serverKey: { kid: string; pem: string };
 beforeAll(async () => {
   cloud = await startCloudServer();
   robot = await createServiceAccountWithKey(cloud.grpc, cloud.admin.token, await createProject(cloud.grpc, cloud.admin.token, 'jwt-hardening'), 'robot');
-  const row = (await cloud.server.app.db.knex('signing_keys').whereNull('retired_at').orderBy('created_at', 'desc').first()) as { kid: string; private_key_pem: string };
+  const row = (await cloud.server.app.db.knex('signing_keys').whereNull('retired_at').orderBy('created_at', 'desc').first()) as {
+    kid: string;
+    private_key_pem: string;
+  };
   serverKey = { kid: row.kid, pem: row.private_key_pem };
 });
 afterAll(async () => {

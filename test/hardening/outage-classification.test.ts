@@ -12,7 +12,10 @@ function withCode(message: string, code: string): Error {
   return Object.assign(new Error(message), { code });
 }
 
-const refusedDualStack = Object.assign(new AggregateError([withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED'), withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')]), { message: '' });
+const refusedDualStack = Object.assign(
+  new AggregateError([withCode('connect ECONNREFUSED ::1:5432', 'ECONNREFUSED'), withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')]),
+  { message: '' },
+);
 const knexTimeout = Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' });
 
 const cases: Array<[string, { given: unknown; want: boolean }]> = [
@@ -61,14 +64,21 @@ describe('an unreachable database in each API’s error shape', () => {
 
   test('publishing and webhooks: 503 problem details with Retry-After', () => {
     for (const reply of [renderProblemDetails(unavailable)]) {
-      expect(reply).toMatchObject({ status: 503, contentType: 'application/problem+json', headers: { 'retry-after': '2' }, body: { type: 'about:blank', title: 'Service Unavailable', status: 503 } });
+      expect(reply).toMatchObject({
+        status: 503,
+        contentType: 'application/problem+json',
+        headers: { 'retry-after': '2' },
+        body: { type: 'about:blank', title: 'Service Unavailable', status: 503 },
+      });
       expect(JSON.stringify(reply.body)).not.toMatch(/ECONNREFUSED|5432/);
     }
   });
 
   test('cloud API: UNAVAILABLE with a ServiceError saying retry the call, and retry-after', () => {
     const internal: unknown[] = [];
-    const error = toConnectError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), { service: 'compute', requestId: 'req-1' }, (cause) => internal.push(cause));
+    const error = toConnectError(withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), { service: 'compute', requestId: 'req-1' }, (cause) =>
+      internal.push(cause),
+    );
     expect(error.code).toBe(Code.Unavailable);
     expect(error.rawMessage).not.toMatch(/ECONNREFUSED|5432/);
     expect(error.metadata.get('retry-after')).toBe('2');

@@ -44,7 +44,12 @@ async function send(method: string, path: string, body?: unknown, token = adminT
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(`${url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: /json/.test(response.headers.get('content-type') ?? '') && text ? JSON.parse(text) : text, ms: Date.now() - started };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: /json/.test(response.headers.get('content-type') ?? '') && text ? JSON.parse(text) : text,
+    ms: Date.now() - started,
+  };
 }
 
 const readiness = () => send('GET', '/readyz');
@@ -58,7 +63,10 @@ describeOnPostgres('when the database goes away', () => {
     directUrl = clone.directUrl;
     dropDatabase = clone.drop;
     const database = await openDatabase({ databaseUrl: viaProxy(directUrl, proxy), poolMax: 5, ...TIMEOUTS });
-    app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', PRINCIPAL_CACHE_MS: '0', COMPUTE_WORK_MS: '20', OPERATION_POLL_MS: '100', SHUTDOWN_GRACE_MS: '300' }), { database });
+    app = await build(
+      loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', PRINCIPAL_CACHE_MS: '0', COMPUTE_WORK_MS: '20', OPERATION_POLL_MS: '100', SHUTDOWN_GRACE_MS: '300' }),
+      { database },
+    );
     url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
     grpcClient = new GrpcTestClient(url);
     const signIn = await send('POST', '/api/auth', { name: 'root', password: 'root-password-1' }, '');
@@ -128,7 +136,12 @@ describeOnPostgres('when the database goes away', () => {
   test('a black-holed database is refused within the timeouts instead of hanging, and recovers', async () => {
     expect((await send('GET', '/api/users')).status).toBe(200); // pooled connections exist: the black hole swallows their queries
     proxy.blackHole();
-    const answers = await Promise.all([send('GET', '/api/users'), send('GET', '/api/users'), send('GET', '/v1/articles', undefined, ''), send('POST', '/routes', {})]);
+    const answers = await Promise.all([
+      send('GET', '/api/users'),
+      send('GET', '/api/users'),
+      send('GET', '/v1/articles', undefined, ''),
+      send('POST', '/routes', {}),
+    ]);
     for (const answer of answers) {
       expect(answer.status).toBe(503);
       expect(answer.headers.get('retry-after')).toBe('2');
@@ -256,14 +269,21 @@ describeOnPostgres('the LISTEN connection', () => {
       let arrived: (() => void) | undefined;
       let reconnected!: () => void;
       const reconnect = new Promise<void>((resolve) => (reconnected = resolve));
-      await database.listen('outage_test', (payload) => {
-        payloads.push(payload);
-        arrived?.();
-      }, { onReconnect: () => reconnected() });
+      await database.listen(
+        'outage_test',
+        (payload) => {
+          payloads.push(payload);
+          arrived?.();
+        },
+        { onReconnect: () => reconnected() },
+      );
       expect(database.listenerHealthy()).toBe(true);
 
       await localProxy.down();
-      await eventually(async () => database!.listenerHealthy(), (healthy) => !healthy);
+      await eventually(
+        async () => database!.listenerHealthy(),
+        (healthy) => !healthy,
+      );
       await direct.knex.raw(`SELECT pg_notify('outage_test', 'lost')`);
       await localProxy.up();
       await reconnect;

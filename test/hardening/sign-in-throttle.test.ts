@@ -22,7 +22,11 @@ async function newWriter(email: string, password = 'right-password-1'): Promise<
 describe('POST /v1/writers/login is throttled like /api/auth', () => {
   test('40 concurrent wrong passwords: at most the limit are checked, the rest and then the right password get 429 + Retry-After (problem details)', async () => {
     await newWriter('target@example.com');
-    const answers = await Promise.all(Array.from({ length: 40 }, () => requestFrom(server, '127.0.0.4', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'wrong-password' })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        requestFrom(server, '127.0.0.4', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'wrong-password' }),
+      ),
+    );
     const statuses = answers.map((answer) => answer.status);
     expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(MAX_FAILURES);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(40 - MAX_FAILURES);
@@ -30,7 +34,12 @@ describe('POST /v1/writers/login is throttled like /api/auth', () => {
     const blocked = await requestFrom(server, '127.0.0.5', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'right-password-1' });
     expect(blocked.status).toBe(429);
     expect(blocked.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(blocked.body).toMatchObject({ type: 'about:blank', title: 'Too Many Requests', status: 429, detail: expect.stringMatching(/too many failed sign-ins/i) });
+    expect(blocked.body).toMatchObject({
+      type: 'about:blank',
+      title: 'Too Many Requests',
+      status: 429,
+      detail: expect.stringMatching(/too many failed sign-ins/i),
+    });
     const retryAfter = Number(blocked.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(300);
@@ -39,23 +48,32 @@ describe('POST /v1/writers/login is throttled like /api/auth', () => {
   test('the email is counted trimmed and case-folded: failures as `Folded@Example.COM ` lock out `folded@example.com`', async () => {
     await newWriter('folded@example.com');
     const spellings = ['Folded@Example.COM', 'FOLDED@example.com', ' folded@example.com', 'folded@EXAMPLE.com ', 'Folded@example.com'];
-    for (const email of spellings) expect((await requestFrom(server, '127.0.0.6', 'POST', '/v1/writers/login', { email, password: 'wrong-password' })).status).toBe(401);
+    for (const email of spellings)
+      expect((await requestFrom(server, '127.0.0.6', 'POST', '/v1/writers/login', { email, password: 'wrong-password' })).status).toBe(401);
     expect((await login(server, 'folded@example.com', 'right-password-1')).status).toBe(429);
   });
 
   test('one address failing across many emails is throttled (4× the per-name limit), other addresses are not', async () => {
     await newWriter('bystander@example.com');
     for (let i = 0; i < MAX_FAILURES * 4; i++) {
-      expect((await requestFrom(server, '127.0.0.7', 'POST', '/v1/writers/login', { email: `spray-${i}@example.com`, password: 'wrong-password' })).status).toBe(401);
+      expect(
+        (await requestFrom(server, '127.0.0.7', 'POST', '/v1/writers/login', { email: `spray-${i}@example.com`, password: 'wrong-password' })).status,
+      ).toBe(401);
     }
-    expect((await requestFrom(server, '127.0.0.7', 'POST', '/v1/writers/login', { email: 'bystander@example.com', password: 'right-password-1' })).status).toBe(429);
-    expect((await requestFrom(server, '127.0.0.8', 'POST', '/v1/writers/login', { email: 'bystander@example.com', password: 'right-password-1' })).status).toBe(200);
+    expect((await requestFrom(server, '127.0.0.7', 'POST', '/v1/writers/login', { email: 'bystander@example.com', password: 'right-password-1' })).status).toBe(
+      429,
+    );
+    expect((await requestFrom(server, '127.0.0.8', 'POST', '/v1/writers/login', { email: 'bystander@example.com', password: 'right-password-1' })).status).toBe(
+      200,
+    );
   });
 
   test('successful sign-ins do not use up the address allowance', async () => {
     await newWriter('regular@example.com');
     for (let i = 0; i < MAX_FAILURES * 4 + 5; i++) {
-      expect((await requestFrom(server, '127.0.0.9', 'POST', '/v1/writers/login', { email: 'regular@example.com', password: 'right-password-1' })).status).toBe(200);
+      expect((await requestFrom(server, '127.0.0.9', 'POST', '/v1/writers/login', { email: 'regular@example.com', password: 'right-password-1' })).status).toBe(
+        200,
+      );
     }
   });
 });

@@ -50,7 +50,8 @@ async function closedPort(): Promise<number> {
 
 // Generous bounds: the point is "exits by itself, no hang", on a machine that may be busy.
 const FAIL_FAST_MS = 50_000;
-const main = (env: Record<string, string>, options: ChildOptions = {}) => runChild('src/main.ts', [], { HOST: '127.0.0.1', ...env }, { timeoutMs: 60_000, ...options });
+const main = (env: Record<string, string>, options: ChildOptions = {}) =>
+  runChild('src/main.ts', [], { HOST: '127.0.0.1', ...env }, { timeoutMs: 60_000, ...options });
 
 function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number): void {
   expect({ code: result.code, signal: result.signal }).toEqual({ code: 1, signal: null });
@@ -101,17 +102,29 @@ describe('a start that cannot open its store', () => {
   const result = (name: string) => results.get(name) ?? Promise.reject(new Error(`no child ${name}`));
 
   test('DATABASE_URL refusing connections: one line naming DATABASE_URL, password hidden', async () => {
-    expectOneLine(await result('refused'), `cannot start: DATABASE_URL postgres://app:***@127.0.0.1:${refused}/app: connection refused (is PostgreSQL running and listening there?)`, FAIL_FAST_MS);
+    expectOneLine(
+      await result('refused'),
+      `cannot start: DATABASE_URL postgres://app:***@127.0.0.1:${refused}/app: connection refused (is PostgreSQL running and listening there?)`,
+      FAIL_FAST_MS,
+    );
   });
 
   test('DATABASE_URL that accepts and never answers: gives up after STARTUP_TIMEOUT_MS', async () => {
     const outcome = await result('black hole');
-    expectOneLine(outcome, `cannot start: DATABASE_URL postgres://app@127.0.0.1:${blackHole}/app: the database did not answer within 1.5 s (STARTUP_TIMEOUT_MS)`, FAIL_FAST_MS);
+    expectOneLine(
+      outcome,
+      `cannot start: DATABASE_URL postgres://app@127.0.0.1:${blackHole}/app: the database did not answer within 1.5 s (STARTUP_TIMEOUT_MS)`,
+      FAIL_FAST_MS,
+    );
     expect(outcome.ms).toBeGreaterThanOrEqual(1500);
   });
 
   (pgUrl ? test : test.skip)('DATABASE_URL naming a database that does not exist', async () => {
-    expectOneLine(await result('missing'), /^cannot start: DATABASE_URL .*\/cfs_no_such_database: database "cfs_no_such_database" does not exist \(create it, or point DATABASE_URL at an existing database\)$/, FAIL_FAST_MS);
+    expectOneLine(
+      await result('missing'),
+      /^cannot start: DATABASE_URL .*\/cfs_no_such_database: database "cfs_no_such_database" does not exist \(create it, or point DATABASE_URL at an existing database\)$/,
+      FAIL_FAST_MS,
+    );
   });
 
   test('DATA_DIR that is a file', async () => {
@@ -119,15 +132,27 @@ describe('a start that cannot open its store', () => {
   });
 
   test('DATA_DIR this process cannot write', async () => {
-    expectOneLine(await result('read-only'), `cannot start: DATA_DIR ${readOnlyDataDir} is not writable by this process: permission denied (EACCES)`, FAIL_FAST_MS);
+    expectOneLine(
+      await result('read-only'),
+      `cannot start: DATA_DIR ${readOnlyDataDir} is not writable by this process: permission denied (EACCES)`,
+      FAIL_FAST_MS,
+    );
   });
 
   (runningAsRoot ? test : test.skip)('DATA_DIR open to other users that this user cannot make private (another owner)', async () => {
-    expectOneLine(await result('foreign'), `cannot start: DATA_DIR ${foreignDataDir} is open to other users (mode 777) and cannot be made private: operation not permitted (EPERM); run chmod 700 on it as its owner`, FAIL_FAST_MS);
+    expectOneLine(
+      await result('foreign'),
+      `cannot start: DATA_DIR ${foreignDataDir} is open to other users (mode 777) and cannot be made private: operation not permitted (EPERM); run chmod 700 on it as its owner`,
+      FAIL_FAST_MS,
+    );
   });
 
   test('DATA_DIR held by another running process', async () => {
-    expectOneLine(await result('held'), `cannot start: DATA_DIR ${heldDataDir} is in use by process ${process.pid} (lock ${join(heldDataDir, LOCK_FILE)}): the embedded database allows one process at a time; stop it, or use DATABASE_URL for several processes`, FAIL_FAST_MS);
+    expectOneLine(
+      await result('held'),
+      `cannot start: DATA_DIR ${heldDataDir} is in use by process ${process.pid} (lock ${join(heldDataDir, LOCK_FILE)}): the embedded database allows one process at a time; stop it, or use DATABASE_URL for several processes`,
+      FAIL_FAST_MS,
+    );
   });
 });
 
@@ -144,12 +169,21 @@ describeWithPglite('a server on a working store', () => {
 
   test('PORT already in use: one line naming PORT, and the DATA_DIR lock is released', async () => {
     const port = await listening();
-    expectOneLine(await main({ DATA_DIR: dataDir, PORT: String(port), MIGRATE: 'false' }), `cannot start: PORT ${port} is already in use (HOST 127.0.0.1): stop the other server or choose another PORT`, FAIL_FAST_MS);
+    expectOneLine(
+      await main({ DATA_DIR: dataDir, PORT: String(port), MIGRATE: 'false' }),
+      `cannot start: PORT ${port} is already in use (HOST 127.0.0.1): stop the other server or choose another PORT`,
+      FAIL_FAST_MS,
+    );
     expect(() => readFileSync(join(dataDir, LOCK_FILE))).toThrow(/ENOENT/);
   });
 
   test('an unhandled rejection is logged and the server keeps serving; an uncaught exception is logged as fatal and the server shuts down with exit code 1', async () => {
-    const child = spawnChild('src/main.ts', [], { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', MIGRATE: 'false', LOG_LEVEL: 'info' }, { preload: ['./test/hardening/startup-fault-preload.ts'] });
+    const child = spawnChild(
+      'src/main.ts',
+      [],
+      { DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', MIGRATE: 'false', LOG_LEVEL: 'info' },
+      { preload: ['./test/hardening/startup-fault-preload.ts'] },
+    );
     child.stdin.end();
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));

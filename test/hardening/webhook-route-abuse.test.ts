@@ -71,7 +71,12 @@ describe('route creation is limited per client address', () => {
 });
 
 describe('the route cache is bounded by bytes', () => {
-  const bigRoute = (id: string): RouteRow => ({ id, createdAt: new Date(0), expiresAt: new Date(Date.now() + 60_000), response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) } });
+  const bigRoute = (id: string): RouteRow => ({
+    id,
+    createdAt: new Date(0),
+    expiresAt: new Date(Date.now() + 60_000),
+    response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) },
+  });
 
   test('routes with large responses are dropped least recently used first, within the byte budget', () => {
     const maxBytes = 1024 * 1024;
@@ -92,7 +97,11 @@ describe('the route cache is bounded by bytes', () => {
     const config = loadConfig({ WEBHOOK_ROUTE_CACHE_BYTES: String(256 * 1024), WEBHOOK_ROUTE_LIMIT: '1000' });
     const service = new WebhookService(server.app.db.knex, config);
     for (let i = 0; i < 20; i++) {
-      await service.createRoute({ ttlSeconds: 60, response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) } }, 'http://x', '192.0.2.9');
+      await service.createRoute(
+        { ttlSeconds: 60, response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) } },
+        'http://x',
+        '192.0.2.9',
+      );
     }
     expect(service.routeCacheBytes).toBeLessThanOrEqual(256 * 1024);
     expect(service.routeCacheBytes).toBeGreaterThan(100 * 1024);
@@ -110,7 +119,7 @@ describe("a route's response cannot act on this origin", () => {
     ['Link', '</x.js>; rel=preload'],
     ['Content-Disposition', 'attachment; filename=x.exe'],
     ['WWW-Authenticate', 'Basic realm="login"'],
-    ['Content-Security-Policy', "default-src *"],
+    ['Content-Security-Policy', 'default-src *'],
     ['X-Frame-Options', 'ALLOWALL'],
     ['X-Accel-Redirect', '/internal/secret'],
     ['Content-Length', '3'],
@@ -120,11 +129,19 @@ describe("a route's response cannot act on this origin", () => {
     expect(response.body.errors).toEqual([{ field: `response.headers.${name}`, message: expect.stringContaining(`${name} is not allowed`) }]);
   });
 
-  test.each(['text/html', 'text/html; charset=utf-8', 'application/xhtml+xml', 'image/svg+xml', 'text/javascript', 'application/json, text/html'])('Content-Type %s is refused', async (type) => {
-    const response = await server.request('POST', '/routes', { body: { response: { headers: { 'Content-Type': type }, body: '<script>alert(1)</script>' } } });
-    expect(response.status).toBe(400);
-    expect(response.body.errors[0]).toEqual({ field: 'response.headers.Content-Type', message: expect.stringMatching(/not allowed as a route's Content-Type/) });
-  });
+  test.each(['text/html', 'text/html; charset=utf-8', 'application/xhtml+xml', 'image/svg+xml', 'text/javascript', 'application/json, text/html'])(
+    'Content-Type %s is refused',
+    async (type) => {
+      const response = await server.request('POST', '/routes', {
+        body: { response: { headers: { 'Content-Type': type }, body: '<script>alert(1)</script>' } },
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.errors[0]).toEqual({
+        field: 'response.headers.Content-Type',
+        message: expect.stringMatching(/not allowed as a route's Content-Type/),
+      });
+    },
+  );
 });
 
 describe('every answer of the capture path is sandboxed', () => {
@@ -142,7 +159,11 @@ describe('every answer of the capture path is sandboxed', () => {
 
   test('a configured response with safe headers is served with CSP sandbox and nosniff', async () => {
     const { routeId } = await createRoute(open, {
-      response: { status: 202, headers: { 'X-Hook': 'yes', 'Content-Type': 'application/json', 'Retry-After': '5', 'Cache-Control': 'no-store' }, body: '{"ok":1}' },
+      response: {
+        status: 202,
+        headers: { 'X-Hook': 'yes', 'Content-Type': 'application/json', 'Retry-After': '5', 'Cache-Control': 'no-store' },
+        body: '{"ok":1}',
+      },
     });
     const answer = await rawRequest(`${open.url}/${routeId}`, 'POST', [['Content-Type', 'text/plain']], 'hi');
     expect(answer.status).toBe(202);

@@ -50,7 +50,9 @@ test('when the YAML hashes to what the build recorded, the pre-built JSON is the
 });
 
 test('when the YAML changed after the build, the YAML is parsed instead of the stale JSON', () => {
-  const loaded = loadContractDocument(USERS, { prebuiltDir: prebuiltDir('stale', { users: { sha256: sha256('an older contract'), document: { stale: true } } }) });
+  const loaded = loadContractDocument(USERS, {
+    prebuiltDir: prebuiltDir('stale', { users: { sha256: sha256('an older contract'), document: { stale: true } } }),
+  });
   expect(loaded.source).toBe('yaml');
   expect(loaded.document).toEqual(parseYaml(readFileSync(USERS, 'utf8')));
 });
@@ -59,6 +61,8 @@ test('an invalid document that the build did not vouch for refuses the start, wi
   const path = join(scratch, 'broken.yaml');
   writeFileSync(path, INVALID);
   expect(() => loadContractDocument(path, { prebuiltDir: join(scratch, 'none') })).toThrow(/broken\.yaml is not valid OpenAPI.*version/s);
-  const stale = prebuiltDir('broken-stale', { broken: { sha256: sha256('the text that was built'), document: { openapi: '3.0.3', info: { title: 't', version: '1' }, paths: {} } } });
+  const stale = prebuiltDir('broken-stale', {
+    broken: { sha256: sha256('the text that was built'), document: { openapi: '3.0.3', info: { title: 't', version: '1' }, paths: {} } },
+  });
   expect(() => loadContractDocument(path, { prebuiltDir: stale })).toThrow(/is not valid OpenAPI/);
 });

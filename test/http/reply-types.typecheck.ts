@@ -37,8 +37,9 @@ export const undocumentedStatus: Handlers['getArticle'] = () => ({ status: 201, 
 // @ts-expect-error a 204 carries no body
 export const bodyOnNoContent: Handlers['deleteArticle'] = () => ({ status: 204, body: article });
 
+const notFound = { type: 'about:blank', title: 'Not Found', status: 404, detail: 'No such article.' };
 // @ts-expect-error errors are thrown (AppError) and rendered as problem details, not returned
-export const returnedError: Handlers['getArticle'] = () => ({ status: 404, body: { type: 'about:blank', title: 'Not Found', status: 404, detail: 'No such article.' } });
+export const returnedError: Handlers['getArticle'] = () => ({ status: 404, body: notFound });
 
 // @ts-expect-error the captured body is raw bytes with its own media type, not JSON
 export const jsonForBytes: RestHandlers<Pick<Webhooks, 'getCapturedRequestBody'>>['getCapturedRequestBody'] = () => ({ status: 200, body: { hello: 'world' } });

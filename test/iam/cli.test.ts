@@ -27,9 +27,14 @@ afterAll(async () => {
 /** Runs `cfs` as a child process, as a user would (bin/cfs.js), against the live server. */
 function cfs(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(ROOT, 'bin/cfs.js'), ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', CFS_SERVER: server.url, ...env } }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(ROOT, 'bin/cfs.js'), ...args],
+      { cwd: dir, env: { PATH: process.env.PATH ?? '', CFS_SERVER: server.url, ...env } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -70,7 +75,9 @@ test('the whole service-account flow works from the command line, over gRPC and 
   expect(overHttp).toMatchObject({ code: 0, stderr: '' });
   const token = overGrpc.stdout.trim();
   const whoami = await cfs(['iam', 'whoami'], { CFS_TOKEN: overHttp.stdout.trim() });
-  expect(JSON.parse(whoami.stdout)).toMatchObject({ serviceAccountProfile: { info: { metadata: { id: accountId, parentId: projectId, name: 'robot' }, status: { active: true } } } });
+  expect(JSON.parse(whoami.stdout)).toMatchObject({
+    serviceAccountProfile: { info: { metadata: { id: accountId, parentId: projectId, name: 'robot' }, status: { active: true } } },
+  });
   expect(JSON.parse((await cfs(['iam', 'whoami'])).stdout)).toEqual({ anonymousProfile: {} });
 
   const grpc = new GrpcTestClient(server.url);
@@ -79,7 +86,9 @@ test('the whole service-account flow works from the command line, over gRPC and 
     const waited = await cfs(['operation', 'wait', operation.id], { CFS_TOKEN: token });
     expect(waited.code).toBe(0);
     expect(JSON.parse(waited.stdout)).toMatchObject({ id: operation.id, resourceId: operation.resourceId, status: {}, finishedAt: expect.any(String) });
-    const refused = await grpc.call(InstanceService.method.create, { metadata: { parentId: 'project-elsewhere', name: 'x' } }, { token }).catch((error: Error) => error);
+    const refused = await grpc
+      .call(InstanceService.method.create, { metadata: { parentId: 'project-elsewhere', name: 'x' } }, { token })
+      .catch((error: Error) => error);
     expect(String(refused)).toMatch(/PERMISSION_DENIED/);
   } finally {
     grpc.close();
@@ -95,7 +104,12 @@ test('operation wait prints a failed operation and exits 1', async () => {
     resourceId: 'instance-failed',
     parentId: '',
     request: new Uint8Array(),
-    status: encodeStatus(toRpcStatus(new AppError('resource_exhausted', 'no capacity left', { detail: { kind: 'quota_failure', quota: 'compute.instances.count', limit: 1, requested: 2 } }), { service: 'compute', requestId: 'r' })),
+    status: encodeStatus(
+      toRpcStatus(
+        new AppError('resource_exhausted', 'no capacity left', { detail: { kind: 'quota_failure', quota: 'compute.instances.count', limit: 1, requested: 2 } }),
+        { service: 'compute', requestId: 'r' },
+      ),
+    ),
   });
   const admin = (await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password])).stdout.trim();
   const waited = await cfs(['operation', 'wait', failed.id, '--token', admin]);

@@ -10,7 +10,16 @@ import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { expectGrpcError } from '../support/grpc.js';
 import { startCloudServer, startServerOn, waitForOperation, type CloudServer } from '../cloud/fixtures.js';
-import { accessTokenOf, createProject, createServiceAccountWithKey, exchangeForm, exchangeOverHttp, exchangeRequest, jwtOf, type ServiceAccountKey } from './support.js';
+import {
+  accessTokenOf,
+  createProject,
+  createServiceAccountWithKey,
+  exchangeForm,
+  exchangeOverHttp,
+  exchangeRequest,
+  jwtOf,
+  type ServiceAccountKey,
+} from './support.js';
 
 let cloud: CloudServer;
 let projectA: string;
@@ -68,7 +77,7 @@ describe('projects', () => {
     expect(malformed.code).toBe(Code.INVALID_ARGUMENT);
   });
 
-  test('list pages through the tenant\'s projects', async () => {
+  test("list pages through the tenant's projects", async () => {
     const { message: project } = await cloud.grpc.call(P.get, { id: projectA }, { token: cloud.reader.token });
     const tenant = project.metadata?.parentId ?? '';
     const first = await cloud.grpc.call(P.list, { parentId: tenant, pageSize: 2n }, { token: cloud.reader.token });
@@ -82,7 +91,11 @@ describe('projects', () => {
   test('update replaces the spec under the reset mask and checks resource_version', async () => {
     const id = await createProject(cloud.grpc, cloud.admin.token, 'renamed-later');
     await cloud.grpc.call(P.update, { metadata: { id }, spec: { description: 'first' } }, { token: cloud.admin.token });
-    const { message: operation } = await cloud.grpc.call(P.update, { metadata: { id, name: 'renamed' } }, { token: cloud.admin.token, headers: { 'x-resetmask': 'spec.description' } });
+    const { message: operation } = await cloud.grpc.call(
+      P.update,
+      { metadata: { id, name: 'renamed' } },
+      { token: cloud.admin.token, headers: { 'x-resetmask': 'spec.description' } },
+    );
     expect(operation.status?.code).toBe(0);
     expect(operation.requestHeaders['x-resetmask']?.values).toEqual(['spec.description']);
     const { message } = await cloud.grpc.call(P.get, { id }, { token: cloud.admin.token });
@@ -106,7 +119,9 @@ describe('projects', () => {
   });
 
   test('instances need an existing project', async () => {
-    const error = await expectGrpcError(cloud.grpc.call(InstanceService.method.create, { metadata: { parentId: 'project-nowhere', name: 'vm' } }, { token: cloud.admin.token }));
+    const error = await expectGrpcError(
+      cloud.grpc.call(InstanceService.method.create, { metadata: { parentId: 'project-nowhere', name: 'vm' } }, { token: cloud.admin.token }),
+    );
     expect(error.code).toBe(Code.NOT_FOUND);
     expect(error.serviceError?.details).toMatchObject({ case: 'resourceNotFound', value: { resourceId: 'project-nowhere' } });
   });
@@ -128,7 +143,7 @@ describe('service accounts and keys', () => {
     expect(error.code).toBe(Code.NOT_FOUND);
   });
 
-  test('a generated key is RSA 2048, active, fingerprinted, lives in the account\'s project; the private key is PKCS#8 PEM', async () => {
+  test("a generated key is RSA 2048, active, fingerprinted, lives in the account's project; the private key is PKCS#8 PEM", async () => {
     const { message } = await cloud.grpc.call(K.get, { id: robot.keyId }, { token: cloud.reader.token });
     expect(message.metadata?.parentId).toBe(projectA);
     expect(message.spec?.serviceAccountId).toBe(robot.serviceAccountId);
@@ -142,11 +157,17 @@ describe('service accounts and keys', () => {
   test('an uploaded RSA public key is stored once per account; private, EC and short keys are refused', async () => {
     const pair = generateKeyPairSync('rsa', { modulusLength: 3072 });
     const data = pair.publicKey.export({ type: 'spki', format: 'pem' }).toString();
-    const { message: operation } = await cloud.grpc.call(K.create, { spec: { serviceAccountId: robot.serviceAccountId, data, description: 'laptop' } }, { token: cloud.admin.token });
+    const { message: operation } = await cloud.grpc.call(
+      K.create,
+      { spec: { serviceAccountId: robot.serviceAccountId, data, description: 'laptop' } },
+      { token: cloud.admin.token },
+    );
     expect(operation.status?.code).toBe(0);
     const { message: key } = await cloud.grpc.call(K.get, { id: operation.resourceId }, { token: cloud.admin.token });
     expect(key.status?.algorithm).toBe(Algorithm.RSA_3072);
-    expect((await expectGrpcError(cloud.grpc.call(K.create, { spec: { serviceAccountId: robot.serviceAccountId, data } }, { token: cloud.admin.token }))).code).toBe(Code.ALREADY_EXISTS);
+    expect(
+      (await expectGrpcError(cloud.grpc.call(K.create, { spec: { serviceAccountId: robot.serviceAccountId, data } }, { token: cloud.admin.token }))).code,
+    ).toBe(Code.ALREADY_EXISTS);
     const refused: Array<[string, string]> = [
       [pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), 'private key'],
       [generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString(), 'RSA'],
@@ -155,23 +176,33 @@ describe('service accounts and keys', () => {
       ['ssh-rsa AAAA', 'PEM'],
     ];
     for (const [pem, reason] of refused) {
-      const error = await expectGrpcError(cloud.grpc.call(K.create, { spec: { serviceAccountId: robot.serviceAccountId, data: pem } }, { token: cloud.admin.token }));
+      const error = await expectGrpcError(
+        cloud.grpc.call(K.create, { spec: { serviceAccountId: robot.serviceAccountId, data: pem } }, { token: cloud.admin.token }),
+      );
       expect(error.code).toBe(Code.INVALID_ARGUMENT);
       expect(error.details).toContain(reason);
       expect(error.serviceError?.details).toMatchObject({ case: 'badRequest', value: { violations: [{ field: 'spec.data' }] } });
     }
-    const mismatch = await expectGrpcError(cloud.grpc.call(K.create, { metadata: { parentId: projectB }, spec: { serviceAccountId: robot.serviceAccountId, data } }, { token: cloud.admin.token }));
+    const mismatch = await expectGrpcError(
+      cloud.grpc.call(K.create, { metadata: { parentId: projectB }, spec: { serviceAccountId: robot.serviceAccountId, data } }, { token: cloud.admin.token }),
+    );
     expect(mismatch.code).toBe(Code.INVALID_ARGUMENT);
   });
 
   test('keys are listed per project and filtered per account', async () => {
     const all = await cloud.grpc.call(K.list, { parentId: projectA }, { token: cloud.reader.token });
     expect(all.message.items.length).toBeGreaterThanOrEqual(1);
-    const mine = await cloud.grpc.call(K.list, { parentId: projectA, filter: `service_account_id = "${robot.serviceAccountId}"` }, { token: cloud.reader.token });
+    const mine = await cloud.grpc.call(
+      K.list,
+      { parentId: projectA, filter: `service_account_id = "${robot.serviceAccountId}"` },
+      { token: cloud.reader.token },
+    );
     expect(mine.message.items.every((key) => key.spec?.serviceAccountId === robot.serviceAccountId)).toBe(true);
     const none = await cloud.grpc.call(K.list, { parentId: projectA, filter: 'service_account_id = "serviceaccount-none"' }, { token: cloud.reader.token });
     expect(none.message.items).toHaveLength(0);
-    expect((await expectGrpcError(cloud.grpc.call(K.list, { parentId: projectA, filter: 'active = true' }, { token: cloud.reader.token }))).code).toBe(Code.INVALID_ARGUMENT);
+    expect((await expectGrpcError(cloud.grpc.call(K.list, { parentId: projectA, filter: 'active = true' }, { token: cloud.reader.token }))).code).toBe(
+      Code.INVALID_ARGUMENT,
+    );
   });
 
   test('a deactivated key signs no exchange until activated again; a deleted key never again', async () => {
@@ -205,23 +236,63 @@ describe('token exchange and profiles', () => {
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(response.headers.get('x-request-id')).toBeTruthy();
-    expect(response.body).toEqual({ access_token: expect.any(String), issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 7200 });
+    expect(response.body).toEqual({
+      access_token: expect.any(String),
+      issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      token_type: 'Bearer',
+      expires_in: 7200,
+    });
     const { message } = await cloud.grpc.call(ProfileService.method.get, {}, { token: response.body.access_token as string });
     expect(message.profile.case).toBe('serviceAccountProfile');
   });
 
-  const HTTP_ERRORS: Array<[string, { given: () => { form: Record<string, string> | string; contentType?: string }; want: { status: number; error: string } }]> = [
-    ['a JSON body', { given: () => ({ form: JSON.stringify(exchangeForm(jwtOf(robot))), contentType: 'application/json' }), want: { status: 400, error: 'invalid_request' } }],
+  const HTTP_ERRORS: Array<
+    [string, { given: () => { form: Record<string, string> | string; contentType?: string }; want: { status: number; error: string } }]
+  > = [
+    [
+      'a JSON body',
+      { given: () => ({ form: JSON.stringify(exchangeForm(jwtOf(robot))), contentType: 'application/json' }), want: { status: 400, error: 'invalid_request' } },
+    ],
     ['a broken percent escape', { given: () => ({ form: 'grant_type=%zz' }), want: { status: 400, error: 'invalid_request' } }],
     ['no grant_type', { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), grant_type: '' } }), want: { status: 400, error: 'invalid_request' } }],
-    ['another grant type', { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), grant_type: 'client_credentials' } }), want: { status: 400, error: 'unsupported_grant_type' } }],
+    [
+      'another grant type',
+      { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), grant_type: 'client_credentials' } }), want: { status: 400, error: 'unsupported_grant_type' } },
+    ],
     ['no subject_token', { given: () => ({ form: { ...exchangeForm(''), subject_token: '' } }), want: { status: 400, error: 'invalid_request' } }],
-    ['another subject token type', { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), subject_token_type: 'urn:ietf:params:oauth:token-type:id_token' } }), want: { status: 400, error: 'invalid_request' } }],
-    ['another requested token type', { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' } }), want: { status: 400, error: 'invalid_request' } }],
-    ['an actor token', { given: () => ({ form: { ...exchangeForm(jwtOf(robot)), actor_token: 'x', actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' } }), want: { status: 400, error: 'invalid_request' } }],
-    ['a repeated parameter', { given: () => ({ form: `${new URLSearchParams(exchangeForm(jwtOf(robot))).toString()}&grant_type=x` }), want: { status: 400, error: 'invalid_request' } }],
+    [
+      'another subject token type',
+      {
+        given: () => ({ form: { ...exchangeForm(jwtOf(robot)), subject_token_type: 'urn:ietf:params:oauth:token-type:id_token' } }),
+        want: { status: 400, error: 'invalid_request' },
+      },
+    ],
+    [
+      'another requested token type',
+      {
+        given: () => ({ form: { ...exchangeForm(jwtOf(robot)), requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' } }),
+        want: { status: 400, error: 'invalid_request' },
+      },
+    ],
+    [
+      'an actor token',
+      {
+        given: () => ({ form: { ...exchangeForm(jwtOf(robot)), actor_token: 'x', actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' } }),
+        want: { status: 400, error: 'invalid_request' },
+      },
+    ],
+    [
+      'a repeated parameter',
+      {
+        given: () => ({ form: `${new URLSearchParams(exchangeForm(jwtOf(robot))).toString()}&grant_type=x` }),
+        want: { status: 400, error: 'invalid_request' },
+      },
+    ],
     ['a garbage JWT', { given: () => ({ form: exchangeForm('not.a.jwt') }), want: { status: 401, error: 'invalid_grant' } }],
-    ['a JWT of the wrong key', { given: () => ({ form: exchangeForm(jwtOf({ ...robot, keyId: 'publickey-00000000000000000000' })) }), want: { status: 401, error: 'invalid_grant' } }],
+    [
+      'a JWT of the wrong key',
+      { given: () => ({ form: exchangeForm(jwtOf({ ...robot, keyId: 'publickey-00000000000000000000' })) }), want: { status: 401, error: 'invalid_grant' } },
+    ],
     ['a JWT that lives 2 h', { given: () => ({ form: exchangeForm(jwtOf(robot, 7200)) }), want: { status: 401, error: 'invalid_grant' } }],
     ['an expired JWT', { given: () => ({ form: exchangeForm(jwtOf(robot, -600)) }), want: { status: 401, error: 'invalid_grant' } }],
   ];
@@ -253,7 +324,10 @@ describe('token exchange and profiles', () => {
     expect(anonymous.message.profile.case).toBe('anonymousProfile');
     expect((await expectGrpcError(cloud.grpc.call(ProfileService.method.get, {}, { token: 'not-a-token' }))).code).toBe(Code.UNAUTHENTICATED);
     const user = await cloud.grpc.call(ProfileService.method.get, {}, { token: cloud.reader.token });
-    expect(user.message.profile).toMatchObject({ case: 'userProfile', value: { id: `useraccount-${cloud.reader.id}`, attributes: { name: 'reader', is_admin: false } } });
+    expect(user.message.profile).toMatchObject({
+      case: 'userProfile',
+      value: { id: `useraccount-${cloud.reader.id}`, attributes: { name: 'reader', is_admin: false } },
+    });
   });
 
   test('a service account token creates instances in its project and is refused in another', async () => {

@@ -46,7 +46,11 @@ function piecesOf(secret: string): string[] {
 }
 
 test('no private key, JWT or access token is logged, stored in an Operation, or answered twice', async () => {
-  const signIn = await fetch(`${url}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'operator', password: 'operator-password' }) });
+  const signIn = await fetch(`${url}/api/auth`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'operator', password: 'operator-password' }),
+  });
   const admin = ((await signIn.json()) as { accessToken: string }).accessToken;
   const project = await createProject(grpc, admin, 'secrets');
   const key = await createServiceAccountWithKey(grpc, admin, project, 'secret-keeper');
@@ -64,7 +68,11 @@ test('no private key, JWT or access token is logged, stored in an Operation, or 
   await expectGrpcError(grpc.call(ProfileService.method.get, {}, { token: `${exchanged.accessToken}x` }));
 
   // The service account works with both tokens; its calls produce operations and log lines.
-  const { message: created } = await grpc.call(InstanceService.method.create, { metadata: { parentId: project, name: 'vm' }, spec: { cloudInitUserData: 'password: hunter2-secret' } }, { token: exchanged.accessToken });
+  const { message: created } = await grpc.call(
+    InstanceService.method.create,
+    { metadata: { parentId: project, name: 'vm' }, spec: { cloudInitUserData: 'password: hunter2-secret' } },
+    { token: exchanged.accessToken },
+  );
   await grpc.call(ProfileService.method.get, {}, { token: httpToken });
   await grpc.call(ServiceAccountService.method.update, { metadata: { id: key.serviceAccountId }, spec: { description: 'rotating' } }, { token: httpToken });
 
@@ -75,7 +83,9 @@ test('no private key, JWT or access token is logged, stored in an Operation, or 
   for (const resourceId of [key.keyId, key.serviceAccountId, created.resourceId]) {
     answers.push((await grpc.call(OperationService.method.list, { resourceId }, { token: admin })).message);
   }
-  const later = JSON.stringify(answers, (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value instanceof Uint8Array ? Buffer.from(value).toString('latin1') : value));
+  const later = JSON.stringify(answers, (_key, value: unknown) =>
+    typeof value === 'bigint' ? String(value) : value instanceof Uint8Array ? Buffer.from(value).toString('latin1') : value,
+  );
 
   const stored = await app.db.knex('operations').select('request', 'request_headers', 'description');
   const requests = stored.map((row: { request: Uint8Array; request_headers: unknown; description: string }) => {

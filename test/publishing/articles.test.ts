@@ -28,14 +28,24 @@ async function publish(id: string) {
 
 describe('writing', () => {
   test('a new article is a draft authored by the caller, with no publishedAt', async () => {
-    const article = await write(actors.tokens.writer, { title: 'Mine', tags: ['x'], files: [{ url: 'https://cdn.example.com/a.png', fileType: 'image/png' }], topic: topics.engineering });
+    const article = await write(actors.tokens.writer, {
+      title: 'Mine',
+      tags: ['x'],
+      files: [{ url: 'https://cdn.example.com/a.png', fileType: 'image/png' }],
+      topic: topics.engineering,
+    });
     expect(article).toMatchObject({ status: 'draft', author: actors.ids.writer, topic: topics.engineering, tags: ['x'], publishedAt: null });
     expect(article._id).toMatch(/^[0-9a-f]{24}$/);
     expect(new Date(article.createdAt).toISOString()).toBe(article.createdAt);
   });
 
   test('PUT replaces title, text, tags, files and topic; what is left out is cleared', async () => {
-    const article = await write(actors.tokens.writer, { title: 'Before', tags: ['a', 'b'], files: [{ url: 'https://x.example/f', fileType: 'text/plain' }], topic: topics.engineering });
+    const article = await write(actors.tokens.writer, {
+      title: 'Before',
+      tags: ['a', 'b'],
+      files: [{ url: 'https://x.example/f', fileType: 'text/plain' }],
+      topic: topics.engineering,
+    });
     const updated = await server.request('PUT', `/v1/articles/${article._id}`, { token: actors.tokens.writer, body: { title: 'After', text: 'New text' } });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ title: 'After', text: 'New text', tags: [], files: [], topic: null, author: actors.ids.writer, status: 'draft' });
@@ -44,7 +54,10 @@ describe('writing', () => {
 
   test('an editor changing an article leaves its author as it was', async () => {
     const article = await write(actors.tokens.writer, { title: 'Theirs' });
-    const updated = await server.request('PUT', `/v1/articles/${article._id}`, { token: actors.tokens.editor, body: { title: 'Edited', text: 'By the editor' } });
+    const updated = await server.request('PUT', `/v1/articles/${article._id}`, {
+      token: actors.tokens.editor,
+      body: { title: 'Edited', text: 'By the editor' },
+    });
     expect(updated.body.author).toBe(actors.ids.writer);
   });
 
@@ -118,8 +131,18 @@ describe('reading', () => {
     const topic = await server2.request('POST', '/v1/topics', { token: actors2.tokens.superuser, body: { title: 'Databases' } });
     const other = await server2.request('POST', '/v1/topics', { token: actors2.tokens.superuser, body: { title: 'Gardening' } });
     const items: Array<[string, string, Record<string, unknown>, boolean]> = [
-      ['pg', 'writer', { title: 'PostgreSQL full-text search', text: 'Ranking documents with tsvector and GIN indexes', tags: ['postgres', 'search'], topic: topic.body._id }, true],
-      ['roses', 'otherWriter', { title: 'Pruning roses', text: 'Cut above an outward-facing bud in late winter', tags: ['garden'], topic: other.body._id }, true],
+      [
+        'pg',
+        'writer',
+        { title: 'PostgreSQL full-text search', text: 'Ranking documents with tsvector and GIN indexes', tags: ['postgres', 'search'], topic: topic.body._id },
+        true,
+      ],
+      [
+        'roses',
+        'otherWriter',
+        { title: 'Pruning roses', text: 'Cut above an outward-facing bud in late winter', tags: ['garden'], topic: other.body._id },
+        true,
+      ],
       ['index', 'editor', { title: 'Index types', text: 'B-tree, hash, GIN and GiST indexes compared', tags: ['postgres'], topic: topic.body._id }, true],
       ['draftW', 'writer', { title: 'Unfinished search notes', text: 'draft about search' }, false],
       ['draftO', 'otherWriter', { title: 'Other draft', text: 'not yet' }, false],
@@ -173,9 +196,11 @@ describe('reading', () => {
     expect(list.body.total).toBe(want.length);
   });
 
-  test('a writer lists only their own drafts; editors and superusers list everyone\'s', async () => {
+  test("a writer lists only their own drafts; editors and superusers list everyone's", async () => {
     expect(titles((await server2.request('GET', '/v1/articles?status=draft', { token: actors2.tokens.writer })).body)).toEqual(['draftW']);
-    expect(titles((await server2.request('GET', `/v1/articles?status=draft&author=${actors2.ids.otherWriter}`, { token: actors2.tokens.writer })).body)).toEqual([]);
+    expect(
+      titles((await server2.request('GET', `/v1/articles?status=draft&author=${actors2.ids.otherWriter}`, { token: actors2.tokens.writer })).body),
+    ).toEqual([]);
     expect(titles((await server2.request('GET', '/v1/articles?status=draft', { token: actors2.tokens.editor })).body)).toEqual(['draftO', 'draftW']);
     expect(titles((await server2.request('GET', '/v1/articles?status=draft&q=search', { token: actors2.tokens.superuser })).body)).toEqual(['draftW']);
   });
@@ -186,22 +211,29 @@ describe('reading', () => {
 });
 
 describe('the wire', () => {
-  test.each([['not-an-id'], ['ffffffffffffffffffffffff'], ['FFFFFFFFFFFFFFFFFFFFFFFF'], ['%27%3B--'], ['x'.repeat(64)]])('article id %s is a 404 problem, never a 500', async (id) => {
-    for (const [method, path, token] of [
-      ['GET', `/v1/articles/${id}`, undefined],
-      ['PUT', `/v1/articles/${id}`, actors.tokens.superuser],
-      ['DELETE', `/v1/articles/${id}`, actors.tokens.superuser],
-      ['POST', `/v1/articles/${id}/publish`, actors.tokens.superuser],
-      ['GET', `/v1/writers/${id}`, undefined],
-    ] as const) {
-      const response = await server.request(method, path, { token, body: method === 'PUT' ? { title: 't', text: 't' } : undefined });
-      expect({ method, status: response.status }).toEqual({ method, status: 404 });
-      expect(response.headers.get('content-type')).toBe('application/problem+json');
-    }
-  });
+  test.each([['not-an-id'], ['ffffffffffffffffffffffff'], ['FFFFFFFFFFFFFFFFFFFFFFFF'], ['%27%3B--'], ['x'.repeat(64)]])(
+    'article id %s is a 404 problem, never a 500',
+    async (id) => {
+      for (const [method, path, token] of [
+        ['GET', `/v1/articles/${id}`, undefined],
+        ['PUT', `/v1/articles/${id}`, actors.tokens.superuser],
+        ['DELETE', `/v1/articles/${id}`, actors.tokens.superuser],
+        ['POST', `/v1/articles/${id}/publish`, actors.tokens.superuser],
+        ['GET', `/v1/writers/${id}`, undefined],
+      ] as const) {
+        const response = await server.request(method, path, { token, body: method === 'PUT' ? { title: 't', text: 't' } : undefined });
+        expect({ method, status: response.status }).toEqual({ method, status: 404 });
+        expect(response.headers.get('content-type')).toBe('application/problem+json');
+      }
+    },
+  );
 
   test('malformed JSON is a 400 problem with the deprecation headers', async () => {
-    const response = await server.request('POST', '/v1/articles', { token: actors.tokens.writer, rawBody: '{"title":', headers: { 'content-type': 'application/json' } });
+    const response = await server.request('POST', '/v1/articles', {
+      token: actors.tokens.writer,
+      rawBody: '{"title":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400, errors: [{ field: 'body', message: 'is not valid JSON' }] });
     expect(response.headers.get('deprecation')).toBe('true');

@@ -37,14 +37,18 @@ describe('access', () => {
   });
 
   test('GET runs queries (GraphQL over HTTP)', async () => {
-    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { role } }')}`, { headers: { authorization: `Bearer ${actors.tokens.editor}` } });
+    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent('{ me { role } }')}`, {
+      headers: { authorization: `Bearer ${actors.tokens.editor}` },
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ data: { me: { role: 'editor' } } });
   });
 
   test('GET refuses mutations (405)', async () => {
     const query = 'mutation { createTopic(input: {title: "Nope"}) { _id } }';
-    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent(query)}`, { headers: { authorization: `Bearer ${actors.tokens.superuser}` } });
+    const response = await fetch(`${server.url}/graphql?query=${encodeURIComponent(query)}`, {
+      headers: { authorization: `Bearer ${actors.tokens.superuser}` },
+    });
     expect(response.status).toBe(405);
   });
 });
@@ -62,35 +66,164 @@ describe('queries and mutations share the REST rules', () => {
 
   test('createArticle, updateArticle, publishArticle and deleteArticle walk an article through its life', async () => {
     const create = await graphql(server, actors.tokens.writer, `mutation ($input: ArticleInput!) { createArticle(input: $input) { ${ARTICLE} } }`, {
-      input: { title: 'Over GraphQL', text: 'Written with a mutation', tags: ['gql'], files: [{ url: 'https://x.example/a', fileType: 'text/plain' }], topic: topicId },
+      input: {
+        title: 'Over GraphQL',
+        text: 'Written with a mutation',
+        tags: ['gql'],
+        files: [{ url: 'https://x.example/a', fileType: 'text/plain' }],
+        topic: topicId,
+      },
     });
     const article = create.body.data.createArticle;
-    expect(article).toMatchObject({ status: 'draft', publishedAt: null, author: { _id: actors.ids.writer, email: 'writer@example.com' }, topic: { _id: topicId, title: 'Graphs' } });
+    expect(article).toMatchObject({
+      status: 'draft',
+      publishedAt: null,
+      author: { _id: actors.ids.writer, email: 'writer@example.com' },
+      topic: { _id: topicId, title: 'Graphs' },
+    });
 
-    const asReader = await graphql(server, actors.tokens.reader, `query ($id: ID!) { article(id: $id) { _id } }`, { id: article._id });
+    const asReader = await graphql(
+      server,
+      actors.tokens.reader,
+      `
+        query ($id: ID!) {
+          article(id: $id) {
+            _id
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(asReader.body).toEqual({ data: { article: null } });
 
-    const forbiddenUpdate = await graphql(server, actors.tokens.reader, `mutation ($id: ID!) { updateArticle(id: $id, input: {title: "x", text: "y"}) { _id } }`, { id: article._id });
+    const forbiddenUpdate = await graphql(
+      server,
+      actors.tokens.reader,
+      `
+        mutation ($id: ID!) {
+          updateArticle(id: $id, input: { title: "x", text: "y" }) {
+            _id
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(forbiddenUpdate.body.errors[0].extensions.code).toBe('FORBIDDEN');
 
-    const update = await graphql(server, actors.tokens.editor, `mutation ($id: ID!) { updateArticle(id: $id, input: {title: "Edited", text: "By an editor"}) { title tags topic { _id } author { _id } } }`, { id: article._id });
+    const update = await graphql(
+      server,
+      actors.tokens.editor,
+      `
+        mutation ($id: ID!) {
+          updateArticle(id: $id, input: { title: "Edited", text: "By an editor" }) {
+            title
+            tags
+            topic {
+              _id
+            }
+            author {
+              _id
+            }
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(update.body.data.updateArticle).toEqual({ title: 'Edited', tags: [], topic: null, author: { _id: actors.ids.writer } });
 
-    const writerPublishes = await graphql(server, actors.tokens.writer, `mutation ($id: ID!) { publishArticle(id: $id) { status } }`, { id: article._id });
+    const writerPublishes = await graphql(
+      server,
+      actors.tokens.writer,
+      `
+        mutation ($id: ID!) {
+          publishArticle(id: $id) {
+            status
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(writerPublishes.body.errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', status: 403 });
-    const publish = await graphql(server, actors.tokens.editor, `mutation ($id: ID!) { publishArticle(id: $id) { status publishedAt } }`, { id: article._id });
+    const publish = await graphql(
+      server,
+      actors.tokens.editor,
+      `
+        mutation ($id: ID!) {
+          publishArticle(id: $id) {
+            status
+            publishedAt
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(publish.body.data.publishArticle.status).toBe('published');
 
-    const visible = await graphql(server, actors.tokens.reader, `query ($id: ID!) { article(id: $id) { title author { name email } } }`, { id: article._id });
+    const visible = await graphql(
+      server,
+      actors.tokens.reader,
+      `
+        query ($id: ID!) {
+          article(id: $id) {
+            title
+            author {
+              name
+              email
+            }
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(visible.body.data.article).toEqual({ title: 'Edited', author: { name: 'writer', email: null } });
 
-    const editorDeletes = await graphql(server, actors.tokens.editor, `mutation ($id: ID!) { deleteArticle(id: $id) }`, { id: article._id });
+    const editorDeletes = await graphql(
+      server,
+      actors.tokens.editor,
+      `
+        mutation ($id: ID!) {
+          deleteArticle(id: $id)
+        }
+      `,
+      { id: article._id },
+    );
     expect(editorDeletes.body.errors[0].extensions.code).toBe('FORBIDDEN');
-    const remove = await graphql(server, actors.tokens.writer, `mutation ($id: ID!) { deleteArticle(id: $id) }`, { id: article._id });
+    const remove = await graphql(
+      server,
+      actors.tokens.writer,
+      `
+        mutation ($id: ID!) {
+          deleteArticle(id: $id)
+        }
+      `,
+      { id: article._id },
+    );
     expect(remove.body.data.deleteArticle).toBe(article._id);
-    const republish = await graphql(server, actors.tokens.superuser, `mutation ($id: ID!) { publishArticle(id: $id) { status } }`, { id: article._id });
+    const republish = await graphql(
+      server,
+      actors.tokens.superuser,
+      `
+        mutation ($id: ID!) {
+          publishArticle(id: $id) {
+            status
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(republish.body.errors[0].extensions).toMatchObject({ code: 'CONFLICT', status: 409 });
-    const gone = await graphql(server, actors.tokens.superuser, `query ($id: ID!) { article(id: $id) { _id } }`, { id: article._id });
+    const gone = await graphql(
+      server,
+      actors.tokens.superuser,
+      `
+        query ($id: ID!) {
+          article(id: $id) {
+            _id
+          }
+        }
+      `,
+      { id: article._id },
+    );
     expect(gone.body.data.article).toBeNull();
   });
 
@@ -109,12 +242,20 @@ describe('queries and mutations share the REST rules', () => {
   test('articles applies the REST filters, visibility and page bounds', async () => {
     const ids: string[] = [];
     for (const title of ['Alpha search', 'Beta', 'Gamma search']) {
-      const created = await graphql(server, actors.tokens.otherWriter, `mutation { createArticle(input: {title: "${title}", text: "text", tags: ["greek"]}) { _id } }`);
+      const created = await graphql(
+        server,
+        actors.tokens.otherWriter,
+        `mutation { createArticle(input: {title: "${title}", text: "text", tags: ["greek"]}) { _id } }`,
+      );
       ids.push(created.body.data.createArticle._id);
       await graphql(server, actors.tokens.editor, `mutation { publishArticle(id: "${created.body.data.createArticle._id}") { _id } }`);
     }
     await graphql(server, actors.tokens.otherWriter, 'mutation { createArticle(input: {title: "Delta search draft", text: "text", tags: ["greek"]}) { _id } }');
-    const published = await graphql(server, actors.tokens.reader, '{ articles(filters: {tag: "greek", q: "search"}, limit: 1, offset: 1) { total limit offset items { title } } }');
+    const published = await graphql(
+      server,
+      actors.tokens.reader,
+      '{ articles(filters: {tag: "greek", q: "search"}, limit: 1, offset: 1) { total limit offset items { title } } }',
+    );
     expect(published.body.data.articles).toEqual({ total: 2, limit: 1, offset: 1, items: [{ title: 'Alpha search' }] });
     const drafts = await graphql(server, actors.tokens.otherWriter, '{ articles(filters: {status: draft}) { items { title } } }');
     expect(drafts.body.data.articles.items).toEqual([{ title: 'Delta search draft' }]);
@@ -125,10 +266,16 @@ describe('queries and mutations share the REST rules', () => {
   });
 
   test('writers, writer and topics answer as REST does (emails only for self and superusers)', async () => {
-    const asWriter = await graphql(server, actors.tokens.writer, `{ writers(limit: 100) { total items { _id email role } } reader: writer(id: "${actors.ids.reader}") { _id } editor: writer(id: "${actors.ids.editor}") { name email } topics { total items { title } } }`);
+    const asWriter = await graphql(
+      server,
+      actors.tokens.writer,
+      `{ writers(limit: 100) { total items { _id email role } } reader: writer(id: "${actors.ids.reader}") { _id } editor: writer(id: "${actors.ids.editor}") { name email } topics { total items { title } } }`,
+    );
     const data = asWriter.body.data;
     expect(data.writers.items.map((item: { role: string }) => item.role)).not.toContain('reader');
-    expect(data.writers.items.filter((item: { email: string | null }) => item.email !== null)).toEqual([{ _id: actors.ids.writer, email: 'writer@example.com', role: 'writer' }]);
+    expect(data.writers.items.filter((item: { email: string | null }) => item.email !== null)).toEqual([
+      { _id: actors.ids.writer, email: 'writer@example.com', role: 'writer' },
+    ]);
     expect(data.reader).toBeNull();
     expect(data.editor).toEqual({ name: 'editor', email: null });
     expect(data.topics.items).toEqual([{ title: 'Graphs' }]);
@@ -186,7 +333,10 @@ describe('batch loading', () => {
       };
       const writeAndPublish = async (from: number, to: number) => {
         for (let i = from; i < to; i++) {
-          const created = await fresh.request('POST', '/v1/articles', { token: authors[i % 3], body: { title: `A${i}`, text: 't', topic: topicsCreated[i % 3] } });
+          const created = await fresh.request('POST', '/v1/articles', {
+            token: authors[i % 3],
+            body: { title: `A${i}`, text: 't', topic: topicsCreated[i % 3] },
+          });
           await fresh.request('POST', `/v1/articles/${created.body._id}/publish`, { token: crew.tokens.editor });
         }
       };
@@ -205,7 +355,11 @@ describe('batch loading', () => {
 
   test('the same author asked for twice in one request is read once', async () => {
     const count = await statementsOf(() =>
-      graphql(server, actors.tokens.reader, `{ a: writer(id: "${actors.ids.writer}") { name } b: writer(id: "${actors.ids.writer}") { name } c: writer(id: "${actors.ids.editor}") { name } }`),
+      graphql(
+        server,
+        actors.tokens.reader,
+        `{ a: writer(id: "${actors.ids.writer}") { name } b: writer(id: "${actors.ids.writer}") { name } c: writer(id: "${actors.ids.editor}") { name } }`,
+      ),
     );
     expect(count).toBe(2);
   });

@@ -37,23 +37,39 @@ interface Cell {
 
 type Row = [string, { given: () => Promise<Cell>; want: Record<Who, number> }];
 
-const all = (status: number): Record<Who, number> => ({ anonymous: status, reader: status, writer: status, otherWriter: status, editor: status, superuser: status });
+const all = (status: number): Record<Who, number> => ({
+  anonymous: status,
+  reader: status,
+  writer: status,
+  otherWriter: status,
+  editor: status,
+  superuser: status,
+});
 const article = { title: 'Title', text: 'Text', tags: ['t'] };
 
 const rows: Row[] = [
   ['GET /v1/articles', { given: async () => ({ method: 'GET', path: '/v1/articles' }), want: all(200) }],
   [
     'GET /v1/articles?status=draft',
-    { given: async () => ({ method: 'GET', path: '/v1/articles?status=draft' }), want: { anonymous: 401, reader: 403, writer: 200, otherWriter: 200, editor: 200, superuser: 200 } },
+    {
+      given: async () => ({ method: 'GET', path: '/v1/articles?status=draft' }),
+      want: { anonymous: 401, reader: 403, writer: 200, otherWriter: 200, editor: 200, superuser: 200 },
+    },
   ],
   ['GET /v1/articles/{published}', { given: async () => ({ method: 'GET', path: `/v1/articles/${await writersPublished()}` }), want: all(200) }],
   [
     'GET /v1/articles/{draft}',
-    { given: async () => ({ method: 'GET', path: `/v1/articles/${await writersDraft()}` }), want: { anonymous: 404, reader: 404, writer: 200, otherWriter: 404, editor: 200, superuser: 200 } },
+    {
+      given: async () => ({ method: 'GET', path: `/v1/articles/${await writersDraft()}` }),
+      want: { anonymous: 404, reader: 404, writer: 200, otherWriter: 404, editor: 200, superuser: 200 },
+    },
   ],
   [
     'POST /v1/articles',
-    { given: async () => ({ method: 'POST', path: '/v1/articles', body: article }), want: { anonymous: 401, reader: 403, writer: 201, otherWriter: 201, editor: 201, superuser: 201 } },
+    {
+      given: async () => ({ method: 'POST', path: '/v1/articles', body: article }),
+      want: { anonymous: 401, reader: 403, writer: 201, otherWriter: 201, editor: 201, superuser: 201 },
+    },
   ],
   [
     'PUT /v1/articles/{draft}',
@@ -101,9 +117,15 @@ const rows: Row[] = [
   ['GET /v1/writers/{writer}', { given: async () => ({ method: 'GET', path: `/v1/writers/${actors.ids.writer}` }), want: all(200) }],
   [
     'GET /v1/writers/{reader}',
-    { given: async () => ({ method: 'GET', path: `/v1/writers/${actors.ids.reader}` }), want: { anonymous: 404, reader: 200, writer: 404, otherWriter: 404, editor: 404, superuser: 200 } },
+    {
+      given: async () => ({ method: 'GET', path: `/v1/writers/${actors.ids.reader}` }),
+      want: { anonymous: 404, reader: 200, writer: 404, otherWriter: 404, editor: 404, superuser: 200 },
+    },
   ],
-  ['POST /v1/writers/login', { given: async () => ({ method: 'POST', path: '/v1/writers/login', body: { email: 'writer@example.com', password: 'password-123' } }), want: all(200) }],
+  [
+    'POST /v1/writers/login',
+    { given: async () => ({ method: 'POST', path: '/v1/writers/login', body: { email: 'writer@example.com', password: 'password-123' } }), want: all(200) },
+  ],
   ['GET /v1/topics', { given: async () => ({ method: 'GET', path: '/v1/topics' }), want: all(200) }],
   [
     'POST /v1/topics',

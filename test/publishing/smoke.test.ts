@@ -13,7 +13,10 @@ afterAll(() => server.close());
 test('a writer writes, an editor publishes, anyone reads it', async () => {
   const topic = await server.request('POST', '/v1/topics', { token: actors.tokens.superuser, body: { title: 'Engineering' } });
   expect(topic.status).toBe(201);
-  const created = await server.request('POST', '/v1/articles', { token: actors.tokens.writer, body: { title: 'Hello', text: 'Running quickly', tags: ['a'], topic: topic.body._id } });
+  const created = await server.request('POST', '/v1/articles', {
+    token: actors.tokens.writer,
+    body: { title: 'Hello', text: 'Running quickly', tags: ['a'], topic: topic.body._id },
+  });
   expect(created.status).toBe(201);
   const published = await server.request('POST', `/v1/articles/${created.body._id}/publish`, { token: actors.tokens.editor });
   expect(published.body.status).toBe('published');
@@ -21,7 +24,9 @@ test('a writer writes, an editor publishes, anyone reads it', async () => {
   expect(list.body.items).toHaveLength(1);
   expect(list.headers.get('deprecation')).toBe('true');
   const gql = await graphql(server, actors.tokens.reader, '{ articles { total items { title author { name } topic { title } } } me { role } }');
-  expect(gql.body).toEqual({ data: { articles: { total: 1, items: [{ title: 'Hello', author: { name: 'writer' }, topic: { title: 'Engineering' } }] }, me: { role: 'reader' } } });
+  expect(gql.body).toEqual({
+    data: { articles: { total: 1, items: [{ title: 'Hello', author: { name: 'writer' }, topic: { title: 'Engineering' } }] }, me: { role: 'reader' } },
+  });
 });
 
 test('/v1 and /graphql answer over HTTP/2 (cleartext, prior knowledge) as well', async () => {

@@ -38,7 +38,7 @@ const CASES: Array<[string, () => Headers, number]> = [
   ['a valid Bearer token with a bad x-access-token', () => ({ authorization: `Bearer ${token}`, 'x-access-token': 'not.a.token' }), REFUSED],
   ['a valid Bearer token with an empty x-access-token', () => ({ authorization: `Bearer ${token}`, 'x-access-token': '' }), REFUSED],
   ['a bad x-access-token alone', () => ({ 'x-access-token': 'not.a.token' }), REFUSED],
-  ["a User Account API token (another audience)", () => ({ authorization: `Bearer ${accountToken}` }), REFUSED],
+  ['a User Account API token (another audience)', () => ({ authorization: `Bearer ${accountToken}` }), REFUSED],
 ];
 
 describe.each(CASES)('%s', (_name, headersOf, want) => {

@@ -32,7 +32,10 @@ describe('writers', () => {
   });
 
   test('email is unique regardless of case (409)', async () => {
-    const response = await server.request('POST', '/v1/writers', { token: actors.tokens.superuser, body: { email: 'WRITER@Example.com', password: 'password-123', name: 'Dup' } });
+    const response = await server.request('POST', '/v1/writers', {
+      token: actors.tokens.superuser,
+      body: { email: 'WRITER@Example.com', password: 'password-123', name: 'Dup' },
+    });
     expect(response.status).toBe(409);
     expect(response.body).toMatchObject({ title: 'Conflict', status: 409 });
   });
@@ -99,7 +102,8 @@ describe('writers', () => {
   });
 
   test('readers are listed to superusers only; writers, editors and superusers to everyone, oldest first', async () => {
-    const roles = async (token?: string) => (await server.request('GET', '/v1/writers?limit=100', { token })).body.items.map((item: { role: string }) => item.role);
+    const roles = async (token?: string) =>
+      (await server.request('GET', '/v1/writers?limit=100', { token })).body.items.map((item: { role: string }) => item.role);
     expect(await roles()).not.toContain('reader');
     expect(await roles(actors.tokens.superuser)).toContain('reader');
     const everyone = await server.request('GET', '/v1/writers?limit=100');

@@ -24,11 +24,19 @@ export async function buildServer(): Promise<CompiledServer> {
 
 /** Spawns the compiled server with exactly `env` on top of PATH (no DATABASE_URL or NODE_OPTIONS leak in). */
 export function spawnServer(main: string, env: Record<string, string>): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [main], {
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 /** Collects a child's stdout and stderr, and answers the port of its first `listening` log line. */
-export function watch(child: ChildProcessWithoutNullStreams): { output(): string; errors(): string; listening: Promise<number>; exited: Promise<number | null> } {
+export function watch(child: ChildProcessWithoutNullStreams): {
+  output(): string;
+  errors(): string;
+  listening: Promise<number>;
+  exited: Promise<number | null>;
+} {
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

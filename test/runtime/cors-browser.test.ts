@@ -78,24 +78,32 @@ function connectCall(apiUrl: string): Promise<CallResult> {
   }, apiUrl);
 }
 
-browserTest('a page on another origin calls a REST endpoint with Authorization and a Connect RPC when its origin is allowed', async () => {
-  const admin = await bootstrapAdmin(withCors);
-  const rest = await restCall(withCors.url, admin.token);
-  expect(rest).toMatchObject({ ok: true, status: 200 });
-  expect((rest.body as Array<{ name: string }>).map((user) => user.name)).toContain(admin.name);
-  // An exposed header: the script can read it.
-  expect(rest.requestId).toMatch(/\S/);
-  const rpc = await connectCall(withCors.url);
-  expect(rpc).toMatchObject({ ok: true, status: 200, body: { status: 'SERVING' } });
-  expect(rpc.requestId).toMatch(/\S/);
-}, 30_000);
+browserTest(
+  'a page on another origin calls a REST endpoint with Authorization and a Connect RPC when its origin is allowed',
+  async () => {
+    const admin = await bootstrapAdmin(withCors);
+    const rest = await restCall(withCors.url, admin.token);
+    expect(rest).toMatchObject({ ok: true, status: 200 });
+    expect((rest.body as Array<{ name: string }>).map((user) => user.name)).toContain(admin.name);
+    // An exposed header: the script can read it.
+    expect(rest.requestId).toMatch(/\S/);
+    const rpc = await connectCall(withCors.url);
+    expect(rpc).toMatchObject({ ok: true, status: 200, body: { status: 'SERVING' } });
+    expect(rpc.requestId).toMatch(/\S/);
+  },
+  30_000,
+);
 
-browserTest('without CORS_ORIGINS the browser refuses both calls (CORS failure, not an HTTP error)', async () => {
-  const admin = await bootstrapAdmin(withoutCors);
-  const rest = await restCall(withoutCors.url, admin.token);
-  expect(rest).toEqual({ ok: false, error: 'TypeError: Failed to fetch' });
-  const rpc = await connectCall(withoutCors.url);
-  expect(rpc).toEqual({ ok: false, error: 'TypeError: Failed to fetch' });
-  // The same calls from the page's own origin are fine: the refusal is the browser's CORS check.
-  expect((await fetch(`${withoutCors.url}/api/users`, { headers: { authorization: `Bearer ${admin.token}` } })).status).toBe(200);
-}, 30_000);
+browserTest(
+  'without CORS_ORIGINS the browser refuses both calls (CORS failure, not an HTTP error)',
+  async () => {
+    const admin = await bootstrapAdmin(withoutCors);
+    const rest = await restCall(withoutCors.url, admin.token);
+    expect(rest).toEqual({ ok: false, error: 'TypeError: Failed to fetch' });
+    const rpc = await connectCall(withoutCors.url);
+    expect(rpc).toEqual({ ok: false, error: 'TypeError: Failed to fetch' });
+    // The same calls from the page's own origin are fine: the refusal is the browser's CORS check.
+    expect((await fetch(`${withoutCors.url}/api/users`, { headers: { authorization: `Bearer ${admin.token}` } })).status).toBe(200);
+  },
+  30_000,
+);

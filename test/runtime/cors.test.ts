@@ -12,7 +12,11 @@ beforeAll(async () => {
 afterAll(() => Promise.all([open.close(), plain.close()]));
 
 const preflight = (server: TestServer, path: string, origin = APP, requestHeaders = 'authorization, content-type') =>
-  rawRequest(`${server.url}${path}`, 'OPTIONS', [['Origin', origin], ['Access-Control-Request-Method', 'POST'], ['Access-Control-Request-Headers', requestHeaders]]);
+  rawRequest(`${server.url}${path}`, 'OPTIONS', [
+    ['Origin', origin],
+    ['Access-Control-Request-Method', 'POST'],
+    ['Access-Control-Request-Headers', requestHeaders],
+  ]);
 
 test('a preflight from an allowed origin is answered 204 with the methods and the REST, Connect and gRPC-Web headers', async () => {
   for (const path of ['/api/users', '/v1/articles', '/cloud.compute.v1.InstanceService/Create', '/graphql']) {
@@ -23,7 +27,18 @@ test('a preflight from an allowed origin is answered 204 with the methods and th
     expect(answer.headers.vary).toBe('Origin');
     expect(answer.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, PUT, PATCH, DELETE');
     const allowed = String(answer.headers['access-control-allow-headers']).split(', ');
-    for (const header of ['authorization', 'content-type', 'x-idempotency-key', 'x-resetmask', 'connect-protocol-version', 'connect-timeout-ms', 'grpc-timeout', 'x-grpc-web', 'x-user-agent', 'traceparent']) {
+    for (const header of [
+      'authorization',
+      'content-type',
+      'x-idempotency-key',
+      'x-resetmask',
+      'connect-protocol-version',
+      'connect-timeout-ms',
+      'grpc-timeout',
+      'x-grpc-web',
+      'x-user-agent',
+      'traceparent',
+    ]) {
       expect(allowed).toContain(header);
     }
     expect(answer.headers['access-control-max-age']).toBe('7200');
@@ -35,7 +50,8 @@ test('an actual request from an allowed origin may read the exposed headers; ano
   expect(allowed.status).toBe(200);
   expect(allowed.headers['access-control-allow-origin']).toBe(APP);
   const exposed = String(allowed.headers['access-control-expose-headers']).split(', ');
-  for (const header of ['grpc-status', 'grpc-message', 'grpc-status-details-bin', 'x-request-id', 'retry-after', 'traceparent']) expect(exposed).toContain(header);
+  for (const header of ['grpc-status', 'grpc-message', 'grpc-status-details-bin', 'x-request-id', 'retry-after', 'traceparent'])
+    expect(exposed).toContain(header);
   expect(allowed.headers.vary).toBe('Origin');
 
   const stranger = await rawRequest(`${open.url}/api`, 'GET', [['Origin', 'https://evil.example.test']]);

@@ -85,14 +85,26 @@ describe('Dockerfile', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     const build = stages.find((stage) => stage.instructions.some((instruction) => instruction.keyword === 'RUN' && /\bnpm run build\b/.test(instruction.args)));
     expect(build?.name).toBeDefined();
-    expect(build?.instructions.some((instruction) => instruction.keyword === 'RUN' && /\bnpm ci\b/.test(instruction.args) && !/--omit[= ]dev/.test(instruction.args))).toBe(true);
+    expect(
+      build?.instructions.some(
+        (instruction) => instruction.keyword === 'RUN' && /\bnpm ci\b/.test(instruction.args) && !/--omit[= ]dev/.test(instruction.args),
+      ),
+    ).toBe(true);
     const installs = runtime.instructions.filter((instruction) => instruction.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(instruction.args));
     expect(installs.length).toBeGreaterThan(0);
     for (const install of installs) expect(install.args).toMatch(/\bnpm ci\b.*--omit[= ]dev/);
     // The compiled server comes from the build stage, not from the context (which excludes dist/).
-    expect(runtime.instructions.some((instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/src'))).toBe(true);
+    expect(
+      runtime.instructions.some(
+        (instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/src'),
+      ),
+    ).toBe(true);
     // And the contracts the build pre-parsed, or the container parses YAML at every start (docs/architecture.md).
-    expect(runtime.instructions.some((instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/prebuilt'))).toBe(true);
+    expect(
+      runtime.instructions.some(
+        (instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/prebuilt'),
+      ),
+    ).toBe(true);
     expect(readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', 'data']));
   });
 
@@ -160,7 +172,9 @@ describe('the container CMD', () => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
 
     // The server logs `listening` once the port is open (pino JSON lines).
     await new Promise<void>((resolve, reject) => {
@@ -194,4 +208,3 @@ describe('the container CMD', () => {
     expect(await healthcheck()).not.toBe(0);
   }, 60_000);
 });
-

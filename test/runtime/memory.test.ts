@@ -16,7 +16,10 @@ const template = () => new Blob([readFileSync(pgliteTemplatePath())]);
 const onlyPglite = process.env.DATABASE_URL ? it.skip : it;
 
 it('PGlite runs with shared_buffers = 16MB by default, and PGLITE_SHARED_BUFFERS_MB sets it', async () => {
-  for (const [given, want] of [[undefined, '16MB'], [32, '32MB']] as const) {
+  for (const [given, want] of [
+    [undefined, '16MB'],
+    [32, '32MB'],
+  ] as const) {
     const db = await openDatabase({ dataDir: 'memory://', loadDataDir: template(), ...(given === undefined ? {} : { pgliteSharedBuffersMb: given }) });
     try {
       const result = (await db.knex.raw('show shared_buffers')) as { rows: Array<{ shared_buffers: string }> };
@@ -39,10 +42,18 @@ onlyPglite('the compiled server on an existing PGlite DATA_DIR stays under 300 M
     const { listening, exited } = watch(child);
     try {
       const base = `http://127.0.0.1:${await listening}`;
-      const signIn = await fetch(`${base}/api/auth`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'memory-admin', password: 'memory-password' }) });
+      const signIn = await fetch(`${base}/api/auth`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'memory-admin', password: 'memory-password' }),
+      });
       expect(signIn.status).toBe(200);
       const { accessToken } = (await signIn.json()) as { accessToken: string };
-      const projects = await fetch(`${base}/cloud.iam.v1.ProjectService/List`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` }, body: '{}' });
+      const projects = await fetch(`${base}/cloud.iam.v1.ProjectService/List`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${accessToken}` },
+        body: '{}',
+      });
       expect(projects.status).toBe(200);
       expect((await fetch(`${base}/v1/articles`)).status).toBe(200);
       expect((await fetch(`${base}/routes`, { method: 'POST' })).status).toBe(201);

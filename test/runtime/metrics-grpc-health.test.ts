@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
-import { Health, HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as ServingStatus, type HealthCheckResponse } from '../../generated/proto/grpc/health/v1/health_pb.js';
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+  type HealthCheckResponse,
+} from '../../generated/proto/grpc/health/v1/health_pb.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { build } from '../../src/server/build.js';
 import { loadConfig } from '../../src/config.js';
@@ -61,7 +67,11 @@ test('Check answers SERVING for the server and for a service it serves, NOT_FOUN
 });
 
 test('buf curl reaches Health/Check over gRPC through reflection', async () => {
-  const { stdout } = await run(join(ROOT, 'node_modules/.bin/buf'), ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '-d', '{}', `${server.url}/grpc.health.v1.Health/Check`], { cwd: ROOT });
+  const { stdout } = await run(
+    join(ROOT, 'node_modules/.bin/buf'),
+    ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '-d', '{}', `${server.url}/grpc.health.v1.Health/Check`],
+    { cwd: ROOT },
+  );
   expect(JSON.parse(stdout)).toEqual({ status: 'SERVING' });
 }, 30_000);
 
@@ -88,32 +98,36 @@ test('when the database stops answering, Check answers NOT_SERVING and Watch str
 }, 20_000);
 
 const adminUrl = process.env.DATABASE_URL;
-(adminUrl ? test : test.skip)('PostgreSQL: a server whose database is down is NOT_SERVING, SERVING again once it is back; shutdown ends a Watch with NOT_SERVING', async () => {
-  const proxy = await TcpProxy.start({ host: new URL(adminUrl!).hostname, port: Number(new URL(adminUrl!).port || 5432) });
-  const clone = await cloneTemplateDatabase(adminUrl!);
-  const database = await openDatabase({ databaseUrl: viaProxy(clone.directUrl, proxy), poolMax: 2, connectTimeoutMs: 500, statementTimeoutMs: 800 });
-  const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', SHUTDOWN_GRACE_MS: '2000' }), { database });
-  const port = await app.listen(0, '127.0.0.1');
-  const other = new GrpcTestClient(`http://127.0.0.1:${port}`);
-  try {
-    const watcher = watch(other.client);
-    expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
-    await proxy.down();
-    expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
-    expect((await other.call(Health.method.check, {})).message.status).toBe(ServingStatus.NOT_SERVING);
-    await proxy.up();
-    expect(await watcher.next(3)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
-    const closing = app.close();
-    expect(await watcher.next(4)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
-    expect((await watcher.ended).code).toBe(grpc.status.OK);
-    await closing;
-  } finally {
-    other.close();
-    await app.close();
-    await proxy.close();
-    await clone.drop();
-  }
-}, 30_000);
+(adminUrl ? test : test.skip)(
+  'PostgreSQL: a server whose database is down is NOT_SERVING, SERVING again once it is back; shutdown ends a Watch with NOT_SERVING',
+  async () => {
+    const proxy = await TcpProxy.start({ host: new URL(adminUrl!).hostname, port: Number(new URL(adminUrl!).port || 5432) });
+    const clone = await cloneTemplateDatabase(adminUrl!);
+    const database = await openDatabase({ databaseUrl: viaProxy(clone.directUrl, proxy), poolMax: 2, connectTimeoutMs: 500, statementTimeoutMs: 800 });
+    const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', SHUTDOWN_GRACE_MS: '2000' }), { database });
+    const port = await app.listen(0, '127.0.0.1');
+    const other = new GrpcTestClient(`http://127.0.0.1:${port}`);
+    try {
+      const watcher = watch(other.client);
+      expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
+      await proxy.down();
+      expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+      expect((await other.call(Health.method.check, {})).message.status).toBe(ServingStatus.NOT_SERVING);
+      await proxy.up();
+      expect(await watcher.next(3)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
+      const closing = app.close();
+      expect(await watcher.next(4)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+      expect((await watcher.ended).code).toBe(grpc.status.OK);
+      await closing;
+    } finally {
+      other.close();
+      await app.close();
+      await proxy.close();
+      await clone.drop();
+    }
+  },
+  30_000,
+);
 
 // Last in this file: it shuts the shared server down.
 test('shutdown sends NOT_SERVING to a watcher and ends its call with OK', async () => {

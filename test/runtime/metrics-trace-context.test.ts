@@ -70,7 +70,10 @@ describe('through the server', () => {
       expect(started?.traceId).toMatch(/^[0-9a-f]{32}$/);
       expect(started?.traceId).not.toBe('0'.repeat(32));
       expect(started?.flags).toBe('00');
-      expect(lines.find((line) => line.msg === 'request' && line.trace_id === started?.traceId)).toMatchObject({ route: 'express', span_id: started?.parentSpanId });
+      expect(lines.find((line) => line.msg === 'request' && line.trace_id === started?.traceId)).toMatchObject({
+        route: 'express',
+        span_id: started?.parentSpanId,
+      });
     }
     app.logger.info('outside any request');
     expect(lines.at(-1)).not.toHaveProperty('trace_id');
@@ -82,7 +85,11 @@ describe('through the server', () => {
       const { headers } = await client.call(Health.method.check, {}, { headers: { traceparent: `00-${TRACE}-${PARENT}-00` } });
       const answered = parseTraceparent(String(headers.get('traceparent')[0]));
       expect(answered).toMatchObject({ traceId: TRACE, flags: '00' });
-      expect(lines.find((line) => line.msg === 'request' && line.route === '/grpc.health.v1.Health/Check')).toMatchObject({ trace_id: TRACE, span_id: answered?.parentSpanId, grpcStatus: 0 });
+      expect(lines.find((line) => line.msg === 'request' && line.route === '/grpc.health.v1.Health/Check')).toMatchObject({
+        trace_id: TRACE,
+        span_id: answered?.parentSpanId,
+        grpcStatus: 0,
+      });
     } finally {
       client.close();
     }

@@ -22,10 +22,18 @@ test('after traffic on every protocol, /metrics counts requests and latency per 
   await cloud.grpc.call(Health.method.check, {});
   const connect = await fetch(`${url}/grpc.health.v1.Health/Check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   expect(await connect.json()).toEqual({ status: 'SERVING' });
-  const connectError = await fetch(`${url}/cloud.compute.v1.InstanceService/Get`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"id":"instance-none"}' });
+  const connectError = await fetch(`${url}/cloud.compute.v1.InstanceService/Get`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"id":"instance-none"}',
+  });
   expect(connectError.status).toBe(401);
   // A made-up RPC path is counted, but under one label: clients cannot mint series.
-  await fetch(`${url}/made.up.v1.Service/Method${Math.random().toString(36).slice(2)}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  await fetch(`${url}/made.up.v1.Service/Method${Math.random().toString(36).slice(2)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
 
   const samples = await scrape(url);
   expect(valueOf(samples, requests, { protocol: 'http1', operation: 'GET /api', code: '200' })).toBeGreaterThanOrEqual(1);
@@ -45,7 +53,11 @@ test('after traffic on every protocol, /metrics counts requests and latency per 
 
 test('grpc-web calls are counted as grpc-web', async () => {
   const frame = Buffer.from([0, 0, 0, 0, 0]); // one empty HealthCheckRequest
-  const response = await fetch(`${cloud.server.url}/grpc.health.v1.Health/Check`, { method: 'POST', headers: { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1' }, body: frame });
+  const response = await fetch(`${cloud.server.url}/grpc.health.v1.Health/Check`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1' },
+    body: frame,
+  });
   expect(response.status).toBe(200);
   await response.arrayBuffer();
   const samples = await scrape(cloud.server.url);
@@ -54,7 +66,8 @@ test('grpc-web calls are counted as grpc-web', async () => {
 
 test('the operations queue depth counts open operations by state', async () => {
   const before = await scrape(cloud.server.url);
-  const open = (samples: typeof before) => (valueOf(samples, 'cfs_operations_open', { state: 'pending' }) ?? NaN) + (valueOf(samples, 'cfs_operations_open', { state: 'running' }) ?? NaN);
+  const open = (samples: typeof before) =>
+    (valueOf(samples, 'cfs_operations_open', { state: 'pending' }) ?? NaN) + (valueOf(samples, 'cfs_operations_open', { state: 'running' }) ?? NaN);
   expect(open(before)).toBe(0);
   await cloud.grpc.call(InstanceService.method.create, { metadata: { parentId: PROJECT, name: 'vm-metrics' } }, { token: cloud.admin.token });
   expect(open(await scrape(cloud.server.url))).toBe(1);
@@ -64,7 +77,8 @@ test('the database pool gauge reports connections by state', async () => {
   const samples = await scrape(cloud.server.url);
   const max = valueOf(samples, 'cfs_db_pool_connections', { state: 'max' });
   expect(max).toBe(cloud.server.app.db.kind === 'pglite' ? 1 : 5);
-  for (const state of ['used', 'free', 'pending_acquire', 'pending_create']) expect(valueOf(samples, 'cfs_db_pool_connections', { state })).toBeGreaterThanOrEqual(0);
+  for (const state of ['used', 'free', 'pending_acquire', 'pending_create'])
+    expect(valueOf(samples, 'cfs_db_pool_connections', { state })).toBeGreaterThanOrEqual(0);
   // The scrape itself does not hold a connection once answered.
   expect(valueOf(samples, 'cfs_db_pool_connections', { state: 'pending_acquire' })).toBe(0);
 });
@@ -72,7 +86,9 @@ test('the database pool gauge reports connections by state', async () => {
 test('webhook captures are written in batches whose sizes are observed', async () => {
   const { routeId } = await createRoute(cloud.server);
   // Sent together: the group commit puts concurrent captures into shared batches.
-  await Promise.all(Array.from({ length: 20 }, (_, index) => rawRequest(`${cloud.server.url}/${routeId}`, 'POST', [['Content-Type', 'text/plain']], `capture ${index}`)));
+  await Promise.all(
+    Array.from({ length: 20 }, (_, index) => rawRequest(`${cloud.server.url}/${routeId}`, 'POST', [['Content-Type', 'text/plain']], `capture ${index}`)),
+  );
   const samples = await scrape(cloud.server.url);
   expect(valueOf(samples, 'cfs_webhook_capture_batch_size_sum')).toBe(20);
   const batches = valueOf(samples, 'cfs_webhook_capture_batch_size_count') ?? 0;

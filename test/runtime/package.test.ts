@@ -32,7 +32,8 @@ describe('install from the committed lockfile', () => {
         const found = lock.packages[`${location}/node_modules/${name}`] ?? lock.packages[`node_modules/${name}`];
         if (!found) missing.push(`${name}@${version} (of ${location || 'the root'})`);
         // A platform build without os/cpu would be fetched (and fail) on every other platform.
-        else if (/-(darwin|linux|win32|android|freebsd)-/.test(name) && (found.os === undefined || found.cpu === undefined || !found.optional)) missing.push(`${name}: ${JSON.stringify(found)}`);
+        else if (/-(darwin|linux|win32|android|freebsd)-/.test(name) && (found.os === undefined || found.cpu === undefined || !found.optional))
+          missing.push(`${name}: ${JSON.stringify(found)}`);
       }
     }
     expect(missing).toEqual([]);
@@ -44,7 +45,11 @@ describe('install from the committed lockfile', () => {
       for (const file of ['package.json', 'package-lock.json']) copyFileSync(join(ROOT, file), join(scratch, file));
       const result = await run('npm', ['ci', '--dry-run', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: scratch, env }).then(
         () => 'accepted',
-        (error: { stderr?: string }) => (error.stderr ?? '').split('\n').filter((line) => /npm error (code|Missing)/.test(line)).join('\n'),
+        (error: { stderr?: string }) =>
+          (error.stderr ?? '')
+            .split('\n')
+            .filter((line) => /npm error (code|Missing)/.test(line))
+            .join('\n'),
       );
       expect(result).toBe('accepted');
     } finally {

@@ -51,7 +51,9 @@ it('PGlite refuses WORKERS=2 with one line naming WORKERS and DATABASE_URL, exit
   const child = spawnServer(server.main, { WORKERS: '2', DATA_DIR: 'memory://' });
   const { errors, exited } = watch(child);
   expect(await exited).toBe(1);
-  expect(errors().trim().split('\n')).toEqual(['cannot start: WORKERS=2 needs DATABASE_URL: the embedded PGlite store (DATA_DIR) belongs to one process; set DATABASE_URL=postgres://… or WORKERS=1']);
+  expect(errors().trim().split('\n')).toEqual([
+    'cannot start: WORKERS=2 needs DATABASE_URL: the embedded PGlite store (DATA_DIR) belongs to one process; set DATABASE_URL=postgres://… or WORKERS=1',
+  ]);
 });
 
 const onPostgres = process.env.DATABASE_URL ? describe : describe.skip;
@@ -73,7 +75,9 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
       const port = await listening;
       const listeners = async (count: number): Promise<number[]> => {
         while (logLines(output()).filter((line) => line.msg === 'listening').length < count) await once(child.stdout, 'data');
-        return logLines(output()).filter((line) => line.msg === 'listening').map((line) => line.pid ?? 0);
+        return logLines(output())
+          .filter((line) => line.msg === 'listening')
+          .map((line) => line.pid ?? 0);
       };
       const workers = await listeners(2);
       expect(new Set(workers).size).toBe(2);

@@ -118,16 +118,24 @@ describe('HEAD', () => {
     return { get: get.status, head: head.status, getBody, length, type: head.headers.get('content-type'), getType: get.headers.get('content-type') };
   }
 
-  test.each(['/healthz', '/readyz', '/.well-known/jwks.json', '/openapi', '/openapi/users.yaml', '/docs', '/graphql/schema.graphql', '/api', '/v1/articles', '/v1/topics'])(
-    'HEAD %s answers as GET does, without the body',
-    async (path) => {
-      const result = await compare(path);
-      expect(result.head).toBe(result.get);
-      expect(result.head).toBe(200);
-      expect(result.type).toBe(result.getType);
-      expect(result.length).toBe(String(Buffer.byteLength(result.getBody)));
-    },
-  );
+  test.each([
+    '/healthz',
+    '/readyz',
+    '/.well-known/jwks.json',
+    '/openapi',
+    '/openapi/users.yaml',
+    '/docs',
+    '/graphql/schema.graphql',
+    '/api',
+    '/v1/articles',
+    '/v1/topics',
+  ])('HEAD %s answers as GET does, without the body', async (path) => {
+    const result = await compare(path);
+    expect(result.head).toBe(result.get);
+    expect(result.head).toBe(200);
+    expect(result.type).toBe(result.getType);
+    expect(result.length).toBe(String(Buffer.byteLength(result.getBody)));
+  });
 
   test('HEAD runs the GET operation with its security: 401 without a token, 200 with one', async () => {
     expect((await compare('/api/users')).head).toBe(401);

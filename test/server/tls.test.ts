@@ -21,10 +21,29 @@ let ca: Buffer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tls-'));
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-  ], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   ca = readFileSync(join(dir, 'cert.pem'));
   server = await startServer({ TLS_CERT: join(dir, 'cert.pem'), TLS_KEY: join(dir, 'key.pem'), FIRST_BYTE_TIMEOUT_MS: '300' });
 });
@@ -35,7 +54,14 @@ afterAll(async () => {
 
 test('with TLS_CERT and TLS_KEY, an HTTP/1.1-only client is served REST over HTTPS', async () => {
   const { status, body, alpn } = await new Promise<{ status: number; body: string; alpn: string }>((resolve, reject) => {
-    const options: https.RequestOptions & { ALPNProtocols: string[] } = { host: '127.0.0.1', port: server.port, path: '/api', ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] };
+    const options: https.RequestOptions & { ALPNProtocols: string[] } = {
+      host: '127.0.0.1',
+      port: server.port,
+      path: '/api',
+      ca,
+      servername: 'localhost',
+      ALPNProtocols: ['http/1.1'],
+    };
     const req = https.get(options, (res) => {
       let text = '';
       const alpn = String((res.socket as { alpnProtocol?: string | false }).alpnProtocol);

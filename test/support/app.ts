@@ -97,7 +97,9 @@ export function expectMatchesContract(app: App, method: string, path: string, re
     if (!operation) continue;
     const documented = Object.keys(operation.responses ?? {});
     if (!documented.includes(String(response.status)) && !documented.includes('default')) {
-      throw new Error(`${name}: ${method} ${path} answered ${response.status}, which ${operation.operationId} does not document (${documented.join(', ')}): ${response.text}`);
+      throw new Error(
+        `${name}: ${method} ${path} answered ${response.status}, which ${operation.operationId} does not document (${documented.join(', ')}): ${response.text}`,
+      );
     }
     if (response.text === '') return;
     // The engine validates against the JSON schema; an HTML or raw-bytes answer has none to meet.

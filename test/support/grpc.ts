@@ -1,5 +1,14 @@
 import * as grpc from '@grpc/grpc-js';
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodServerStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescMethodServerStreaming,
+  type DescMethodUnary,
+  type MessageInitShape,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { ConnectError, type Transport } from '@connectrpc/connect';
 import { ServiceErrorSchema, type ServiceError } from '../../generated/proto/cloud/common/v1/error_pb.js';
@@ -32,9 +41,17 @@ export interface CallResult<O> {
 
 /** What the contract cases need of a client: one unary call, answered or failed the grpc-js way. */
 export interface RpcTestClient {
-  call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options?: CallOptions): Promise<CallResult<MessageShape<O>>>;
+  call<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    options?: CallOptions,
+  ): Promise<CallResult<MessageShape<O>>>;
   /** A server-streaming call: answers its first message and cancels the rest (streams such as health Watch never end). */
-  first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options?: CallOptions): Promise<CallResult<MessageShape<O>>>;
+  first<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    request: MessageInitShape<I>,
+    options?: CallOptions,
+  ): Promise<CallResult<MessageShape<O>>>;
 }
 
 /**
@@ -57,7 +74,11 @@ export class GrpcTestClient implements RpcTestClient {
     return this.callRaw(method, toBinary(method.input, create(method.input, request)), options);
   }
 
-  first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+  first<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    request: MessageInitShape<I>,
+    options: CallOptions = {},
+  ): Promise<CallResult<MessageShape<O>>> {
     return new Promise((resolve, reject) => {
       let headers = new grpc.Metadata();
       let answered = false;
@@ -85,7 +106,11 @@ export class GrpcTestClient implements RpcTestClient {
   }
 
   /** Sends exact bytes as the request message (for malformed-input tests). */
-  callRaw<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, bytes: Uint8Array, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+  callRaw<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    bytes: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<CallResult<MessageShape<O>>> {
     const metadata = metadataOf(options);
     const path = `/${method.parent.typeName}/${method.name}`;
     return new Promise((resolve, reject) => {
@@ -152,7 +177,11 @@ export async function expectGrpcError(promise: Promise<unknown>): Promise<GrpcCa
 export class ConnectTestClient implements RpcTestClient {
   constructor(private readonly transport: Transport) {}
 
-  async call<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+  async call<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodUnary<I, O>,
+    request: MessageInitShape<I>,
+    options: CallOptions = {},
+  ): Promise<CallResult<MessageShape<O>>> {
     try {
       const response = await this.transport.unary(method, undefined, undefined, headersOf(options), request);
       return { message: response.message, headers: toMetadata(response.header) };
@@ -161,12 +190,22 @@ export class ConnectTestClient implements RpcTestClient {
     }
   }
 
-  async first<I extends DescMessage, O extends DescMessage>(method: DescMethodServerStreaming<I, O>, request: MessageInitShape<I>, options: CallOptions = {}): Promise<CallResult<MessageShape<O>>> {
+  async first<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    request: MessageInitShape<I>,
+    options: CallOptions = {},
+  ): Promise<CallResult<MessageShape<O>>> {
     const abort = new AbortController();
     try {
-      const response = await this.transport.stream(method, abort.signal, undefined, headersOf(options), (async function* () {
-        yield create(method.input, request);
-      })());
+      const response = await this.transport.stream(
+        method,
+        abort.signal,
+        undefined,
+        headersOf(options),
+        (async function* () {
+          yield create(method.input, request);
+        })(),
+      );
       for await (const message of response.message) return { message, headers: toMetadata(response.header) };
       throw new Error(`${method.name} ended without a message`);
     } catch (error) {
@@ -200,9 +239,20 @@ function fromConnectError(error: ConnectError): GrpcCallError {
   const status = create(StatusSchema, {
     code: error.code,
     message: error.rawMessage,
-    details: error.details.map((detail) => ('desc' in detail ? { typeUrl: `type.googleapis.com/${detail.desc.typeName}`, value: toBinary(detail.desc, create(detail.desc, detail.value)) } : { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value })),
+    details: error.details.map((detail) =>
+      'desc' in detail
+        ? { typeUrl: `type.googleapis.com/${detail.desc.typeName}`, value: toBinary(detail.desc, create(detail.desc, detail.value)) }
+        : { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value },
+    ),
   });
   const serviceError = error.findDetails(ServiceErrorSchema)[0];
   const metadata = toMetadata(error.metadata);
-  return new GrpcCallError(error.code as number as grpc.status, error.rawMessage, metadata, error.details.length > 0 ? status : undefined, serviceError, metadata);
+  return new GrpcCallError(
+    error.code as number as grpc.status,
+    error.rawMessage,
+    metadata,
+    error.details.length > 0 ? status : undefined,
+    serviceError,
+    metadata,
+  );
 }

@@ -13,7 +13,10 @@ export async function seedProjects(knex: Knex, ids: readonly string[]): Promise<
   if (!tenant) throw new Error('no tenant yet: start a server on this database first');
   const now = timestampFromDate(new Date());
   for (const id of ids) {
-    const project = create(ProjectSchema, { metadata: { id, parentId: tenant.id, name: id, resourceVersion: 1n, createdAt: now, updatedAt: now }, status: { active: true } });
+    const project = create(ProjectSchema, {
+      metadata: { id, parentId: tenant.id, name: id, resourceVersion: 1n, createdAt: now, updatedAt: now },
+      status: { active: true },
+    });
     await knex('iam_projects')
       .insert({ id, parent_id: tenant.id, name: id, resource_version: 1, data: Buffer.from(toBinary(ProjectSchema, project)) })
       .onConflict('id')

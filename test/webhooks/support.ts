@@ -40,7 +40,10 @@ export interface SseEvent {
 }
 
 /** Opens an event stream and yields its events one by one. */
-export function openEventStream(url: string, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string; next(): Promise<SseEvent>; close(): void }> {
+export function openEventStream(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; contentType: string; next(): Promise<SseEvent>; close(): void }> {
   return new Promise((resolve, reject) => {
     const request = http.get(url, { headers: { accept: 'text/event-stream', ...headers }, agent: false }, (response) => {
       const events: SseEvent[] = [];

@@ -29,7 +29,13 @@ describe('routes', () => {
   });
 
   test('a lifetime above 30 days, an unknown property or a framing header is refused with problem details', async () => {
-    for (const body of [{ ttlSeconds: 31 * 24 * 3600 }, { colour: 'red' }, { response: { headers: { 'Content-Length': '3' } } }, { response: { headers: { 'bad name': 'x' } } }, { response: { status: 101 } }]) {
+    for (const body of [
+      { ttlSeconds: 31 * 24 * 3600 },
+      { colour: 'red' },
+      { response: { headers: { 'Content-Length': '3' } } },
+      { response: { headers: { 'bad name': 'x' } } },
+      { response: { status: 101 } },
+    ]) {
       const refused = await server.request('POST', '/routes', { body });
       expect(refused.status).toBe(400);
       expect(refused.headers.get('content-type')).toBe('application/problem+json');
@@ -49,23 +55,34 @@ describe('routes', () => {
 });
 
 describe('capture', () => {
-  test.each(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PURGE'])('a %s request is recorded and answered with the default acknowledgement', async (method) => {
-    const { routeId } = await createRoute(server);
-    const body = ['GET', 'HEAD', 'OPTIONS'].includes(method) ? undefined : `payload for ${method}`;
-    const answer = await rawRequest(`${server.url}/${routeId}/hooks/${method.toLowerCase()}?m=${method}`, method, [['Content-Type', 'text/plain']], body);
-    expect(answer.status).toBe(200);
-    const { items } = await inspect(routeId);
-    expect(items).toHaveLength(1);
-    const [captured] = items;
-    expect(captured).toMatchObject({ routeId, method, path: `/${routeId}/hooks/${method.toLowerCase()}`, query: `m=${method}`, queryParams: { m: [method] }, httpVersion: '1.1', remoteAddress: '127.0.0.1' });
-    expect(captured.body).toBe(body ?? '');
-    expect(captured.size).toBe(Buffer.byteLength(body ?? ''));
-    if (method === 'HEAD') {
-      expect(answer.body.length).toBe(0);
-    } else {
-      expect(JSON.parse(answer.body.toString())).toEqual({ ok: true, requestId: captured.id });
-    }
-  });
+  test.each(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'PURGE'])(
+    'a %s request is recorded and answered with the default acknowledgement',
+    async (method) => {
+      const { routeId } = await createRoute(server);
+      const body = ['GET', 'HEAD', 'OPTIONS'].includes(method) ? undefined : `payload for ${method}`;
+      const answer = await rawRequest(`${server.url}/${routeId}/hooks/${method.toLowerCase()}?m=${method}`, method, [['Content-Type', 'text/plain']], body);
+      expect(answer.status).toBe(200);
+      const { items } = await inspect(routeId);
+      expect(items).toHaveLength(1);
+      const [captured] = items;
+      expect(captured).toMatchObject({
+        routeId,
+        method,
+        path: `/${routeId}/hooks/${method.toLowerCase()}`,
+        query: `m=${method}`,
+        queryParams: { m: [method] },
+        httpVersion: '1.1',
+        remoteAddress: '127.0.0.1',
+      });
+      expect(captured.body).toBe(body ?? '');
+      expect(captured.size).toBe(Buffer.byteLength(body ?? ''));
+      if (method === 'HEAD') {
+        expect(answer.body.length).toBe(0);
+      } else {
+        expect(JSON.parse(answer.body.toString())).toEqual({ ok: true, requestId: captured.id });
+      }
+    },
+  );
 
   test('the capture endpoint answers through the contract for the documented methods', async () => {
     const { routeId } = await createRoute(server);
@@ -92,7 +109,12 @@ describe('capture', () => {
 
   test('repeated headers are kept in the order and letter case they were sent', async () => {
     const { routeId } = await createRoute(server);
-    const sent: Array<[string, string]> = [['X-Tag', 'one'], ['x-other', 'between'], ['X-TAG', 'two'], ['X-Tag', 'three']];
+    const sent: Array<[string, string]> = [
+      ['X-Tag', 'one'],
+      ['x-other', 'between'],
+      ['X-TAG', 'two'],
+      ['X-Tag', 'three'],
+    ];
     await rawRequest(`${server.url}/${routeId}`, 'GET', sent);
     const [captured] = (await inspect(routeId)).items;
     const lines = captured.headers.filter(([name]: [string]) => /^x-(tag|other)$/i.test(name));
@@ -117,7 +139,11 @@ describe('capture', () => {
     await rawRequest(`${server.url}/${routeId}`, 'POST', [['Content-Type', 'application/x-www-form-urlencoded']], 'a=1&a=2&b=x+y&__proto__=p');
     const [form, json] = (await inspect(routeId)).items;
     expect(json).toMatchObject({ json: { event: 'push', n: [1, 2] }, form: null, contentType: 'application/json' });
-    expect(Object.entries(form.form)).toEqual([['a', ['1', '2']], ['b', ['x y']], ['__proto__', ['p']]]);
+    expect(Object.entries(form.form)).toEqual([
+      ['a', ['1', '2']],
+      ['b', ['x y']],
+      ['__proto__', ['p']],
+    ]);
     expect(form.json).toBeNull();
   });
 
@@ -132,7 +158,9 @@ describe('capture', () => {
 
   test('concurrent captures are each acknowledged once stored, none lost', async () => {
     const { routeId } = await createRoute(server, {});
-    const answers = await Promise.all(Array.from({ length: MAX_REQUESTS }, (_, index) => rawRequest(`${server.url}/${routeId}?n=${index}`, 'POST', [], `body ${index}`)));
+    const answers = await Promise.all(
+      Array.from({ length: MAX_REQUESTS }, (_, index) => rawRequest(`${server.url}/${routeId}?n=${index}`, 'POST', [], `body ${index}`)),
+    );
     const acknowledged = answers.map((answer) => JSON.parse(answer.body.toString()).requestId).sort();
     const stored = (await inspect(routeId, '?limit=100')).items.map((item: { id: string }) => item.id).sort();
     expect(stored).toEqual(acknowledged);
@@ -149,7 +177,9 @@ describe('capture', () => {
   });
 
   test('a route configured with a response answers senders with its status, headers and body', async () => {
-    const { routeId } = await createRoute(server, { response: { status: 202, headers: { 'X-Hook': 'yes', 'Content-Type': 'application/xml' }, body: '<ok/>' } });
+    const { routeId } = await createRoute(server, {
+      response: { status: 202, headers: { 'X-Hook': 'yes', 'Content-Type': 'application/xml' }, body: '<ok/>' },
+    });
     const answer = await rawRequest(`${server.url}/${routeId}`, 'POST', [], 'x');
     expect(answer.status).toBe(202);
     expect(answer.headers['x-hook']).toBe('yes');
@@ -209,7 +239,10 @@ describe('inspection', () => {
   test('an expired route records nothing, even while cached, and the sweeper deletes it with its captures', async () => {
     const { routeId } = await createRoute(server, { ttlSeconds: 3600 });
     await rawRequest(`${server.url}/${routeId}`, 'POST', [], 'kept until swept');
-    await server.app.db.knex('webhook_routes').where({ id: routeId }).update({ expires_at: new Date(Date.now() - 1000) });
+    await server.app.db
+      .knex('webhook_routes')
+      .where({ id: routeId })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     expect((await rawRequest(`${server.url}/${routeId}`, 'POST', [], 'too late')).status).toBe(404);
     expect((await server.request('GET', `/inspect/${routeId}`, { headers: { accept: 'application/json' } })).status).toBe(404);
     const { WebhookRepository } = await import('../../src/store/repositories/webhook-repository.js');

@@ -134,7 +134,14 @@ export class OperationWorker extends EventEmitter<{ finished: [string] }> {
 
   private perform(row: ClaimedWorkRow): void {
     const controller = new AbortController();
-    const work: Work = { operationId: row.id, kind: row.kind, payload: row.payload, resourceId: row.resource_id, parentId: row.parent_id, attempt: row.attempts };
+    const work: Work = {
+      operationId: row.id,
+      kind: row.kind,
+      payload: row.payload,
+      resourceId: row.resource_id,
+      parentId: row.parent_id,
+      attempt: row.attempts,
+    };
     const done = this.execute(work, controller.signal)
       .catch((error: unknown) => this.options.onError?.(error, `operation ${work.operationId}`))
       .finally(() => {

@@ -1,13 +1,4 @@
-import {
-  clone,
-  create,
-  equals,
-  getOption,
-  hasOption,
-  type DescField,
-  type DescMessage,
-  type MessageShape,
-} from '@bufbuild/protobuf';
+import { clone, create, equals, getOption, hasOption, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { FieldBehavior, field_behavior } from '../../../generated/proto/cloud/annotations_pb.js';
 import { emptyResetMask, subMask, type ResetMask } from './reset-mask.js';
@@ -128,12 +119,7 @@ const immutableBySchema = new WeakMap<DescMessage, boolean>();
  * the reference implementation. New list elements and map values start empty and are patched
  * with no mask, so they take the request's values except OUTPUT_ONLY ones.
  */
-function patchMessage(
-  desc: DescMessage,
-  data: ReflectMessage,
-  patch: ReflectMessage,
-  mask: ResetMask | undefined,
-): void {
+function patchMessage(desc: DescMessage, data: ReflectMessage, patch: ReflectMessage, mask: ResetMask | undefined): void {
   for (const field of desc.fields) {
     const behavior = behaviorOf(field);
     if (behavior.outputOnly) continue;
@@ -168,12 +154,7 @@ function patchMessage(
 }
 
 /** Lists of messages are patched over the common prefix; others are replaced (as the Go SDK's PatchWithResetMask does). */
-function patchList(
-  field: DescField & { fieldKind: 'list' },
-  data: ReflectMessage,
-  patch: ReflectMessage,
-  mask: ResetMask | undefined,
-): void {
+function patchList(field: DescField & { fieldKind: 'list' }, data: ReflectMessage, patch: ReflectMessage, mask: ResetMask | undefined): void {
   const incoming = patch.get(field);
   const stored = data.get(field);
   if (field.listKind !== 'message') {
@@ -195,12 +176,7 @@ function patchList(
 }
 
 /** Maps of messages are patched per key, absent keys removed, new keys added (as the Go SDK's PatchWithResetMask does). */
-function patchMap(
-  field: DescField & { fieldKind: 'map' },
-  data: ReflectMessage,
-  patch: ReflectMessage,
-  mask: ResetMask | undefined,
-): void {
+function patchMap(field: DescField & { fieldKind: 'map' }, data: ReflectMessage, patch: ReflectMessage, mask: ResetMask | undefined): void {
   const incoming = patch.get(field);
   const stored = data.get(field);
   const next = reflect(data.desc, create(data.desc)).get(field);

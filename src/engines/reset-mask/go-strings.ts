@@ -82,7 +82,7 @@ function quoteRune(rune: number): string {
 /** Go's strconv.Quote (`%q`) of a byte string: invalid UTF-8 bytes as `\xNN`. */
 export function goQuoteBytes(bytes: Uint8Array): string {
   let out = '"';
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const [rune, width] = decodeRune(bytes, i);
     out += rune === INVALID ? `\\x${hex(bytes[i] ?? 0, 2)}` : quoteRune(rune);
     i += width;
@@ -179,7 +179,8 @@ export function goJsonUnquote(literal: Uint8Array): { value: string } | { error:
       i += 6;
       if (unit >= 0xd800 && unit <= 0xdfff) {
         // A surrogate counts only as the high half of a pair whose low half follows at once.
-        const next = literal[i] === 0x5c && literal[i + 1] === 0x75 && [2, 3, 4, 5].every((k) => isHexDigit(literal[i + k] ?? 0)) ? hexValue(literal, i + 2) : -1;
+        const next =
+          literal[i] === 0x5c && literal[i + 1] === 0x75 && [2, 3, 4, 5].every((k) => isHexDigit(literal[i + k] ?? 0)) ? hexValue(literal, i + 2) : -1;
         if (unit < 0xdc00 && next >= 0xdc00 && next <= 0xdfff) {
           value += String.fromCharCode(unit, next);
           i += 6;

@@ -255,7 +255,7 @@ export function parseResetMask(text: string): ResetMask {
   const root = emptyResetMask();
   const builder = new MaskBuilder(input, { starts: [root], ends: [], active: [root], prev: undefined, pos: 0 });
   let state: 'key' | 'separator' | 'levelStart' = 'key';
-  for (let i = 0; i < tokens.length; ) {
+  for (let i = 0; i < tokens.length;) {
     const token = tokens[i];
     if (token === undefined) break;
     if (state === 'levelStart') {

@@ -29,7 +29,6 @@ export interface BodyBytes {
   truncated: boolean;
 }
 
-
 /** Builds the stored record of one request; the body bytes are kept exactly as given. */
 export function captureWebhookRequest(input: CaptureInput): CapturedRecord {
   const queryAt = input.target.indexOf('?');

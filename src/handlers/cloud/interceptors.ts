@@ -92,7 +92,10 @@ function isMutatingMethod(output: DescMessage): boolean {
 function stableStringify(value: JsonValue): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${stableStringify(value[key] as JsonValue)}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${stableStringify(value[key] as JsonValue)}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }

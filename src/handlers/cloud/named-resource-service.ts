@@ -21,7 +21,8 @@ export function namedResourceServiceImpl<Resource, CreateRequest, UpdateRequest>
   return {
     get: (request: { id: string }, context: HandlerContext) => rules.get(principalOf(context), request.id),
     getByName: (request: { parentId: string; name: string }, context: HandlerContext) => rules.getByName(principalOf(context), request.parentId, request.name),
-    list: (request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }, context: HandlerContext) => rules.list(principalOf(context), request),
+    list: (request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }, context: HandlerContext) =>
+      rules.list(principalOf(context), request),
     create: async (request: CreateRequest, context: HandlerContext) =>
       toOperationMessage(await rules.create(principalOf(context), request, recordedHeaders(context.requestHeader))),
     update: async (request: UpdateRequest, context: HandlerContext) =>

@@ -28,7 +28,10 @@ export function invalidArgumentOnParseFailure(handler: UniversalHandler): Univer
         const detail = serviceErrorOf(error, { service, requestId });
         trailer.set('grpc-status', String(Code.InvalidArgument));
         trailer.set('grpc-message', encodeURIComponent(error.message));
-        trailer.set('grpc-status-details-bin', statusDetailsHeader(create(StatusSchema, { code: Code.InvalidArgument, message: error.message, details: [anyPack(ServiceErrorSchema, detail)] })));
+        trailer.set(
+          'grpc-status-details-bin',
+          statusDetailsHeader(create(StatusSchema, { code: Code.InvalidArgument, message: error.message, details: [anyPack(ServiceErrorSchema, detail)] })),
+        );
       }
       return res;
     }
@@ -68,7 +71,9 @@ export function invalidArgumentOnParseFailure(handler: UniversalHandler): Univer
 
 function badRequest(parseMessage: string): AppError {
   const reason = parseMessage.replace(PARSE_FAILURE, '');
-  return new AppError('invalid_argument', `the request message is not valid protobuf: ${reason}`, { violations: [{ field: '', message: `not valid protobuf: ${reason}` }] });
+  return new AppError('invalid_argument', `the request message is not valid protobuf: ${reason}`, {
+    violations: [{ field: '', message: `not valid protobuf: ${reason}` }],
+  });
 }
 
 async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {

@@ -7,7 +7,9 @@ import { TokenExchangeError, type TokenExchange } from '../../services/iam/token
 function exchangeErrorToAppError(error: TokenExchangeError): AppError {
   if (error.code === 'invalid_grant') return new AppError('unauthenticated', error.description);
   const field = /^(\w+)/.exec(error.description)?.[1] ?? '';
-  return new AppError('invalid_argument', error.description, { violations: [{ field: error.code === 'unsupported_grant_type' ? 'grant_type' : field, message: error.description }] });
+  return new AppError('invalid_argument', error.description, {
+    violations: [{ field: error.code === 'unsupported_grant_type' ? 'grant_type' : field, message: error.description }],
+  });
 }
 
 /** iam.v1.TokenExchangeService: the same exchange as `POST /oauth2/token/exchange`, over gRPC. */

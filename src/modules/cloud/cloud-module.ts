@@ -20,7 +20,13 @@ import { InstanceService } from '../../services/compute/instance-service.js';
 import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
-import { createAuthInterceptor, createEndpointInterceptor, createErrorInterceptor, createIdempotencyInterceptor, type AuthPolicy } from '../../handlers/cloud/interceptors.js';
+import {
+  createAuthInterceptor,
+  createEndpointInterceptor,
+  createErrorInterceptor,
+  createIdempotencyInterceptor,
+  type AuthPolicy,
+} from '../../handlers/cloud/interceptors.js';
 import { apiServiceNameOf, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
 import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors.js';
 import { instanceServiceImpl } from '../../handlers/cloud/instance-service.js';
@@ -37,7 +43,11 @@ export interface CloudService {
 }
 
 /** A CloudService from a typed implementation. */
-export function cloudService<T extends DescService>(service: T, implementation: Partial<ServiceImpl<T>>, auth: Partial<Record<keyof T['method'], AuthPolicy>> = {}): CloudService {
+export function cloudService<T extends DescService>(
+  service: T,
+  implementation: Partial<ServiceImpl<T>>,
+  auth: Partial<Record<keyof T['method'], AuthPolicy>> = {},
+): CloudService {
   return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, auth: auth as Record<string, AuthPolicy> };
 }
 
@@ -100,7 +110,9 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     createErrorInterceptor({ onInternal: (cause, requestId) => ctx.onError(cause, requestId) }),
     createEndpointInterceptor({ apiDomain: config.apiDomain }),
     createAuthInterceptor({
-      resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])].map((resolver) => cachePrincipals(resolver, config.principalCacheMs)),
+      resolvers: [userPrincipalResolver(options.users), ...(options.extraResolvers ?? [])].map((resolver) =>
+        cachePrincipals(resolver, config.principalCacheMs),
+      ),
       policyOf: (service, method) => authPolicies.get(`${service.typeName}/${method.localName}`) ?? 'required',
     }),
     createIdempotencyInterceptor({
@@ -112,7 +124,11 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
       },
     }),
   ];
-  const services = [cloudService(OperationService, operationServiceImpl(queries)), cloudService(InstanceServiceDesc, instanceServiceImpl(instances)), ...(options.services ?? [])];
+  const services = [
+    cloudService(OperationService, operationServiceImpl(queries)),
+    cloudService(InstanceServiceDesc, instanceServiceImpl(instances)),
+    ...(options.services ?? []),
+  ];
   for (const { service, auth } of services) {
     for (const [method, policy] of Object.entries(auth)) authPolicies.set(`${service.typeName}/${method}`, policy);
   }

@@ -8,7 +8,14 @@ import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
 import { renderProblemDetails } from '../../http/problem-details.js';
 import { publishingApiHandlers, publishingAuthenticator } from '../../handlers/publishing.js';
-import { formatPublishingError, renderPublishingGraphqlError, PUBLISHING_FIELD_COSTS, publishingGraphqlContext, publishingSchema, type PublishingGraphqlContext } from '../../handlers/publishing-graphql.js';
+import {
+  formatPublishingError,
+  renderPublishingGraphqlError,
+  PUBLISHING_FIELD_COSTS,
+  publishingGraphqlContext,
+  publishingSchema,
+  type PublishingGraphqlContext,
+} from '../../handlers/publishing-graphql.js';
 
 // Generous for real clients (the standard introspection query is 13 deep), fatal for abuse.
 export const GRAPHQL_MAX_DEPTH = 15;

@@ -63,7 +63,8 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
     name: 'webhooks',
     webhooks,
     http: {
-      matches: (path) => CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
+      matches: (path) =>
+        CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
       handle,
       renderError: renderProblemDetails,
       // A sender's OPTIONS is captured like any other request, not answered as a CORS preflight.

@@ -154,7 +154,8 @@ export class NamedResources<T extends NamedResource> {
     if (violations.length > 0) throw invalid(violations);
     authorize(principal, 'mutate', parentId);
     return this.knex.transaction(async (trx) => {
-      if (!(await this.kind.parentExists(parentId, trx))) throw new AppError('not_found', `${this.kind.parentLabel} ${parentId} not found`, { resourceId: parentId });
+      if (!(await this.kind.parentExists(parentId, trx)))
+        throw new AppError('not_found', `${this.kind.parentLabel} ${parentId} not found`, { resourceId: parentId });
       if (this.kind.quota) await this.repository.lockParent(parentId, trx);
       const existing = await this.repository.findByName(parentId, name, trx);
       if (existing) throw this.nameTaken(name, parentId, existing.id);
@@ -191,7 +192,11 @@ export class NamedResources<T extends NamedResource> {
       const incoming = { metadata: input.metadata, spec: input.spec } as MessageInitShape<GenMessage<T>> & { metadata?: ResourceMetadata };
       const next = replaceWithResetMask(this.kind.schema, stored as T & { metadata?: ResourceMetadata }, incoming, mask, this.kind.label);
       const name = next.metadata?.name ?? '';
-      const violations = [...requiredViolations({ 'metadata.name': name }), ...nameViolations('metadata.name', name), ...(this.kind.specViolations?.(next.spec) ?? [])];
+      const violations = [
+        ...requiredViolations({ 'metadata.name': name }),
+        ...nameViolations('metadata.name', name),
+        ...(this.kind.specViolations?.(next.spec) ?? []),
+      ];
       if (violations.length > 0) throw invalid(violations);
       if (name !== row.name) {
         const existing = await this.repository.findByName(row.parent_id, name, trx);
@@ -247,7 +252,10 @@ export class NamedResources<T extends NamedResource> {
     const metadata = resource.metadata;
     if (!metadata) throw new Error(`a ${this.kind.label} without metadata`);
     bumpVersion(metadata);
-    await this.repository.update({ id: metadata.id, name: metadata.name, resource_version: Number(metadata.resourceVersion), data: toBinary(this.kind.schema, resource) }, trx);
+    await this.repository.update(
+      { id: metadata.id, name: metadata.name, resource_version: Number(metadata.resourceVersion), data: toBinary(this.kind.schema, resource) },
+      trx,
+    );
   }
 
   /** A copy of a stored resource (for callers that change it and `save` it). */

@@ -7,7 +7,8 @@ const MAX_PAGE_SIZE = 1000;
 /** 0 → the default; above the maximum → the maximum; negative → INVALID_ARGUMENT. */
 export function pageSize(requested: bigint | number): number {
   const size = Number(requested);
-  if (size < 0) throw new AppError('invalid_argument', 'page_size must not be negative', { violations: [{ field: 'page_size', message: 'must not be negative' }] });
+  if (size < 0)
+    throw new AppError('invalid_argument', 'page_size must not be negative', { violations: [{ field: 'page_size', message: 'must not be negative' }] });
   if (size === 0) return DEFAULT_PAGE_SIZE;
   return Math.min(size, MAX_PAGE_SIZE);
 }
@@ -29,7 +30,9 @@ export function decodePageToken(scope: string, token: string): number | undefine
   if (token === '') return undefined;
   const match = /^([A-Za-z0-9_-]{8}):(\d{1,15})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
   if (!match || match[1] !== scopeTag(scope)) {
-    throw new AppError('invalid_argument', 'page_token is not a token of this list', { violations: [{ field: 'page_token', message: 'is malformed or belongs to another query' }] });
+    throw new AppError('invalid_argument', 'page_token is not a token of this list', {
+      violations: [{ field: 'page_token', message: 'is malformed or belongs to another query' }],
+    });
   }
   return Number(match[2]);
 }

@@ -104,12 +104,16 @@ export class InstanceService {
   /** Creates the instance in state CREATING; its operation's work brings it to RUNNING (or STOPPED). */
   create(principal: Principal, request: CreateInstanceRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
     const spec = request.spec ? clone(InstanceSpecSchema, request.spec) : create(InstanceSpecSchema);
-    return this.resources.create(principal, { metadata: request.metadata, spec }, {
-      description: 'Create instance',
-      request: packOperationRequest(CreateInstanceRequestSchema, request),
-      headers,
-      work: WORK.create,
-    });
+    return this.resources.create(
+      principal,
+      { metadata: request.metadata, spec },
+      {
+        description: 'Create instance',
+        request: packOperationRequest(CreateInstanceRequestSchema, request),
+        headers,
+        work: WORK.create,
+      },
+    );
   }
 
   /**
@@ -207,12 +211,14 @@ function withState(instance: Instance, state: State): Instance {
 
 /** Deterministic fake addresses per interface, like a cloud's allocator would answer. */
 function allocateAddresses(instance: Instance) {
-  const seed = createHash('sha256').update(instance.metadata?.id ?? '').digest();
+  const seed = createHash('sha256')
+    .update(instance.metadata?.id ?? '')
+    .digest();
   return (instance.spec?.networkInterfaces ?? []).map((nic, index) =>
     create(NetworkInterfaceStatusSchema, {
       name: nic.name,
       ipAddress: nic.ipAddress !== '' ? nic.ipAddress : `10.${seed[0] ?? 0}.${seed[1] ?? 0}.${(index + 2) % 255}`,
-      publicIpAddress: nic.publicIp ? `203.0.113.${((seed[2] ?? 0) + index) % 254 + 1}` : '',
+      publicIpAddress: nic.publicIp ? `203.0.113.${(((seed[2] ?? 0) + index) % 254) + 1}` : '',
     }),
   );
 }

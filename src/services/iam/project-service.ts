@@ -91,7 +91,10 @@ export class ProjectService {
           spec: { description: 'Made at first start' },
           status: { active: true },
         });
-        await this.resources.repository.insert({ id, parent_id: candidate, name: DEFAULT_PROJECT_NAME, resource_version: 1, data: toBinary(ProjectSchema, project) }, trx);
+        await this.resources.repository.insert(
+          { id, parent_id: candidate, name: DEFAULT_PROJECT_NAME, resource_version: 1, data: toBinary(ProjectSchema, project) },
+          trx,
+        );
       }
       const tenant = await this.tenants.get(trx);
       if (!tenant) throw new Error('no tenant after insert');
@@ -126,11 +129,15 @@ export class ProjectService {
   /** An empty `metadata.parent_id` means the tenant (there is only one). */
   create(principal: Principal, request: CreateProjectRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
     const metadata = request.metadata ? { ...request.metadata, parentId: request.metadata.parentId || this.tenantId } : { parentId: this.tenantId, name: '' };
-    return this.resources.create(principal, { metadata: metadata as typeof request.metadata, spec: request.spec }, {
-      description: 'Create project',
-      request: packOperationRequest(CreateProjectRequestSchema, request),
-      headers,
-    });
+    return this.resources.create(
+      principal,
+      { metadata: metadata as typeof request.metadata, spec: request.spec },
+      {
+        description: 'Create project',
+        request: packOperationRequest(CreateProjectRequestSchema, request),
+        headers,
+      },
+    );
   }
 
   update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {

@@ -26,7 +26,15 @@ import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
 import { onUniqueViolation } from '../../store/unique-violation.js';
-import { beginOperation, bumpVersion, invalid, nameViolations, requiredViolations as required, requireFields, type OperationInput } from '../cloud/named-resources.js';
+import {
+  beginOperation,
+  bumpVersion,
+  invalid,
+  nameViolations,
+  requiredViolations as required,
+  requireFields,
+  type OperationInput,
+} from '../cloud/named-resources.js';
 import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
 import { IAM_SERVICE } from './project-service.js';
 import type { ServiceAccountService } from './service-account-service.js';
@@ -56,7 +64,8 @@ function parsePublicKeyPem(data: string, field = 'spec.data'): ParsedPublicKey {
   const fail = (message: string) => invalid([{ field, message }]);
   if (data.length > PEM_MAX) throw fail(`must be at most ${PEM_MAX} characters`);
   if (/PRIVATE KEY-----/.test(data)) throw fail('is a private key; upload the public key only (and keep the private key secret)');
-  if (!/^\s*-----BEGIN (RSA )?PUBLIC KEY-----[\s\S]+-----END (RSA )?PUBLIC KEY-----\s*$/.test(data)) throw fail('must be a PEM public key (-----BEGIN PUBLIC KEY-----)');
+  if (!/^\s*-----BEGIN (RSA )?PUBLIC KEY-----[\s\S]+-----END (RSA )?PUBLIC KEY-----\s*$/.test(data))
+    throw fail('must be a PEM public key (-----BEGIN PUBLIC KEY-----)');
   let key: KeyObject;
   try {
     key = createPublicKey({ key: data, format: 'pem' });
@@ -122,7 +131,10 @@ export class PublicKeyService {
   async create(principal: Principal, request: CreateAuthPublicKeyRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
     const accountId = request.spec?.serviceAccountId ?? '';
     const data = request.spec?.data ?? '';
-    const violations = [...required({ 'spec.service_account_id': accountId, 'spec.data': data }), ...expiryViolations('spec.expires_at', request.spec?.expiresAt)];
+    const violations = [
+      ...required({ 'spec.service_account_id': accountId, 'spec.data': data }),
+      ...expiryViolations('spec.expires_at', request.spec?.expiresAt),
+    ];
     violations.push(...nameViolations('metadata.name', request.metadata?.name ?? ''));
     if (violations.length > 0) throw invalid(violations);
     const parsed = parsePublicKeyPem(data);
@@ -140,7 +152,11 @@ export class PublicKeyService {
    * Generates an RSA 2048 key pair and stores the public half. The private key is in the answer
    * only: it is not stored, not logged, and not in the operation (its request has no secret).
    */
-  async generate(principal: Principal, request: GenerateAuthPublicKeyRequest, headers: RecordedHeaders = {}): Promise<{ key: AuthPublicKey; privateKey: string }> {
+  async generate(
+    principal: Principal,
+    request: GenerateAuthPublicKeyRequest,
+    headers: RecordedHeaders = {},
+  ): Promise<{ key: AuthPublicKey; privateKey: string }> {
     const accountId = request.spec?.serviceAccountId ?? '';
     const violations = [...required({ 'spec.service_account_id': accountId }), ...expiryViolations('spec.expires_at', request.spec?.expiresAt)];
     violations.push(...nameViolations('metadata.name', request.metadata?.name ?? ''));
@@ -160,11 +176,23 @@ export class PublicKeyService {
   }
 
   activate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
-    return this.setActive(principal, id, true, packOperationRequest(ActivateAuthPublicKeyRequestSchema, create(ActivateAuthPublicKeyRequestSchema, { id })), headers);
+    return this.setActive(
+      principal,
+      id,
+      true,
+      packOperationRequest(ActivateAuthPublicKeyRequestSchema, create(ActivateAuthPublicKeyRequestSchema, { id })),
+      headers,
+    );
   }
 
   deactivate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
-    return this.setActive(principal, id, false, packOperationRequest(DeactivateAuthPublicKeyRequestSchema, create(DeactivateAuthPublicKeyRequestSchema, { id })), headers);
+    return this.setActive(
+      principal,
+      id,
+      false,
+      packOperationRequest(DeactivateAuthPublicKeyRequestSchema, create(DeactivateAuthPublicKeyRequestSchema, { id })),
+      headers,
+    );
   }
 
   async delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
@@ -250,7 +278,10 @@ export class PublicKeyService {
         )
         .catch(
           onUniqueViolation(
-            () => new AppError('already_exists', `service account ${input.accountId} already has the key ${input.parsed.fingerprint}`, { resourceId: input.accountId }),
+            () =>
+              new AppError('already_exists', `service account ${input.accountId} already has the key ${input.parsed.fingerprint}`, {
+                resourceId: input.accountId,
+              }),
           ),
         );
       const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation);

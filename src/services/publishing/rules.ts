@@ -1,7 +1,6 @@
 import { AppError, type Violation } from '../../errors.js';
 import type { PublishingRole } from '../../store/repositories/publishing/writer-repository.js';
 
-
 /** The signed-in publishing user behind a request: id and role, as stored when the token was checked. */
 export interface PublishingCaller {
   id: string;
@@ -47,8 +46,10 @@ export function requireRole(caller: PublishingCaller | undefined, allowed: (call
 export function pageOf(limit: number | null | undefined, offset: number | null | undefined): { limit: number; offset: number } {
   const page = { limit: limit ?? DEFAULT_LIMIT, offset: offset ?? 0 };
   const violations: Violation[] = [];
-  if (!Number.isInteger(page.limit) || page.limit < 1 || page.limit > MAX_LIMIT) violations.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
-  if (!Number.isInteger(page.offset) || page.offset < 0 || page.offset > MAX_OFFSET) violations.push({ field: 'offset', message: `must be between 0 and ${MAX_OFFSET}` });
+  if (!Number.isInteger(page.limit) || page.limit < 1 || page.limit > MAX_LIMIT)
+    violations.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
+  if (!Number.isInteger(page.offset) || page.offset < 0 || page.offset > MAX_OFFSET)
+    violations.push({ field: 'offset', message: `must be between 0 and ${MAX_OFFSET}` });
   if (violations.length > 0) throw invalid(violations);
   return page;
 }
@@ -69,7 +70,8 @@ export class InputCheck {
 
   email(field: string, value: unknown): void {
     // The same practical shape ajv-formats accepts: one @, no spaces, a dot in the domain.
-    if (typeof value !== 'string' || value.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) this.violations.push({ field, message: 'must be an email address' });
+    if (typeof value !== 'string' || value.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value))
+      this.violations.push({ field, message: 'must be an email address' });
   }
 
   check(field: string, ok: boolean, message: string): void {

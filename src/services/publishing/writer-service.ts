@@ -3,7 +3,18 @@ import { AppError } from '../../errors.js';
 import { hashPassword, verifyPassword } from '../../auth/passwords.js';
 import type { TokenService } from '../../auth/token-service.js';
 import { WriterRepository, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
-import { ALL_ROLES, AUTHOR_ROLES, InputCheck, isSuperuser, iso, onUniqueViolation, pageOf, requireCaller, requireRole, type PublishingCaller } from './rules.js';
+import {
+  ALL_ROLES,
+  AUTHOR_ROLES,
+  InputCheck,
+  isSuperuser,
+  iso,
+  onUniqueViolation,
+  pageOf,
+  requireCaller,
+  requireRole,
+  type PublishingCaller,
+} from './rules.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
 import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInThrottleOptions } from '../sign-in-throttle.js';
 
@@ -115,12 +126,16 @@ export class WriterService {
     }
   }
 
-  private async insert(email: string, password: string, name: string, role: PublishingUserRow['role'], profileImageUrl: string | null): Promise<PublishingUserRow> {
+  private async insert(
+    email: string,
+    password: string,
+    name: string,
+    role: PublishingUserRow['role'],
+    profileImageUrl: string | null,
+  ): Promise<PublishingUserRow> {
     const passwordHash = await hashPassword(password);
     if (await this.users.findByEmail(email)) throw emailTaken();
-    return this.users
-      .insert({ email, password_hash: passwordHash, name, role, profile_image_url: profileImageUrl })
-      .catch(onUniqueViolation(emailTaken));
+    return this.users.insert({ email, password_hash: passwordHash, name, role, profile_image_url: profileImageUrl }).catch(onUniqueViolation(emailTaken));
   }
 }
 

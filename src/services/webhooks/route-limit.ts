@@ -47,7 +47,11 @@ export class RouteCreationLimit {
     }
     if (window.count >= this.options.maxPerWindow) {
       const retryAfterSeconds = Math.max(1, Math.ceil((window.startedAt + windowMs - now) / 1000));
-      throw new AppError('resource_exhausted', `Too many routes created from this address; at most ${this.options.maxPerWindow} per ${this.options.windowSeconds} s.`, { retryAfterSeconds });
+      throw new AppError(
+        'resource_exhausted',
+        `Too many routes created from this address; at most ${this.options.maxPerWindow} per ${this.options.windowSeconds} s.`,
+        { retryAfterSeconds },
+      );
     }
     window.count++;
     const taken = window;

@@ -35,13 +35,15 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
  */
 const ROUTE_RESPONSE_HEADERS = ['content-type', 'cache-control', 'content-language', 'etag', 'expires', 'last-modified', 'retry-after'] as const;
 /** X- headers a browser or a proxy in front of this server acts on, or that the server sets itself. */
-const DENIED_X_HEADERS = /^x-(content-type-options|frame-options|xss-protection|dns-prefetch-control|permitted-cross-domain-policies|download-options|request-id|forwarded-.*|real-ip|accel-.*|sendfile|lighttpd-send-file)$/;
+const DENIED_X_HEADERS =
+  /^x-(content-type-options|frame-options|xss-protection|dns-prefetch-control|permitted-cross-domain-policies|download-options|request-id|forwarded-.*|real-ip|accel-.*|sendfile|lighttpd-send-file)$/;
 /**
  * Content-Types a route may answer with: data, never a document a browser renders as a page. XML
  * stays allowed (TwiML and SOAP senders expect it); it runs no script under the sandbox CSP every
  * route response carries, and the XHTML and SVG types are not on the list.
  */
-const ROUTE_CONTENT_TYPE = /^(application\/(json|[a-z0-9.+-]+\+json|xml|x-www-form-urlencoded|octet-stream)|text\/(plain|csv|xml))\s*(;\s*charset=[A-Za-z0-9._-]+)?$/i;
+const ROUTE_CONTENT_TYPE =
+  /^(application\/(json|[a-z0-9.+-]+\+json|xml|x-www-form-urlencoded|octet-stream)|text\/(plain|csv|xml))\s*(;\s*charset=[A-Za-z0-9._-]+)?$/i;
 
 /**
  * Rules of the webhook inspector: route lifetime and sender responses, capture (through the route
@@ -76,7 +78,8 @@ export class WebhookService {
     });
     this.feed = new LiveFeed({
       load: (routeId, seqs) => this.repository.capturesBySeq(routeId, seqs),
-      loadAfter: async (routeId, afterSeq, limit) => ((await this.repository.findLiveRoute(routeId)) ? this.repository.capturesAfter(routeId, afterSeq, limit) : null),
+      loadAfter: async (routeId, afterSeq, limit) =>
+        (await this.repository.findLiveRoute(routeId)) ? this.repository.capturesAfter(routeId, afterSeq, limit) : null,
       onRouteGone: (routeId) => this.routes.invalidate(routeId),
       onError: (error) => onError(error, 'webhook-feed'),
     });
@@ -250,7 +253,10 @@ function checkedResponse(input: NonNullable<CreateRouteRequest['response']>): Ro
       violations.push({ field, message: `${name} is not allowed on a route response (allowed: ${ROUTE_RESPONSE_HEADERS.join(', ')} and X-* custom headers)` });
     } else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) violations.push({ field, message: 'must be single-line text' });
     else if (lower === 'content-type' && !ROUTE_CONTENT_TYPE.test(value.trim())) {
-      violations.push({ field, message: `${value} is not allowed as a route's Content-Type (JSON, XML, text/plain, text/csv, form or octet-stream; never HTML or SVG)` });
+      violations.push({
+        field,
+        message: `${value} is not allowed as a route's Content-Type (JSON, XML, text/plain, text/csv, form or octet-stream; never HTML or SVG)`,
+      });
     } else headers[name] = value;
   }
   if (violations.length > 0) throw invalid(violations);

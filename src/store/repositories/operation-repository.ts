@@ -42,8 +42,22 @@ export interface OperationQuery {
 }
 
 const COLUMNS = [
-  'id', 'seq', 'service', 'description', 'created_by', 'resource_id', 'parent_id', 'request', 'request_headers',
-  'status', 'progress', 'created_at', 'finished_at', 'kind', 'payload', 'state',
+  'id',
+  'seq',
+  'service',
+  'description',
+  'created_by',
+  'resource_id',
+  'parent_id',
+  'request',
+  'request_headers',
+  'status',
+  'progress',
+  'created_at',
+  'finished_at',
+  'kind',
+  'payload',
+  'state',
 ] as const;
 
 /** SQL for operations and their work items; every method takes an optional transaction. */
@@ -89,7 +103,11 @@ export class OperationRepository {
 
   /** Open work by state (pending, running), for the queue-depth metric; uses the partial index of open work. */
   async countOpenByState(trx: Knex = this.knex): Promise<Record<string, number>> {
-    const rows: Array<{ state: string; count: number | string }> = await trx('operations').select('state').count({ count: '*' }).whereNot('state', 'done').groupBy('state');
+    const rows: Array<{ state: string; count: number | string }> = await trx('operations')
+      .select('state')
+      .count({ count: '*' })
+      .whereNot('state', 'done')
+      .groupBy('state');
     return Object.fromEntries(rows.map((row) => [row.state, Number(row.count)]));
   }
 
@@ -134,7 +152,9 @@ export class OperationRepository {
 
   /** Gives back every claim of a worker that stops, so another process picks the work up at once. */
   async release(workerId: string, trx: Knex = this.knex): Promise<number> {
-    return affectedRows(await trx('operations').where({ claimed_by: workerId, state: 'running' }).update({ state: 'pending', claimed_by: null, claimed_until: null }));
+    return affectedRows(
+      await trx('operations').where({ claimed_by: workerId, state: 'running' }).update({ state: 'pending', claimed_by: null, claimed_until: null }),
+    );
   }
 
   /**

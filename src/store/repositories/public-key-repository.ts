@@ -40,7 +40,13 @@ export class PublicKeyRepository {
   }
 
   /** Oldest first, after `afterSeq`, optionally of one service account. */
-  async list(parentId: string, serviceAccountId: string | undefined, afterSeq: number | undefined, limit: number, trx: Knex = this.knex): Promise<PublicKeyRow[]> {
+  async list(
+    parentId: string,
+    serviceAccountId: string | undefined,
+    afterSeq: number | undefined,
+    limit: number,
+    trx: Knex = this.knex,
+  ): Promise<PublicKeyRow[]> {
     const builder = trx('iam_public_keys').select(COLUMNS).where({ parent_id: parentId }).orderBy('seq').limit(limit);
     if (serviceAccountId !== undefined) builder.where({ service_account_id: serviceAccountId });
     if (afterSeq !== undefined) builder.where('seq', '>', afterSeq);

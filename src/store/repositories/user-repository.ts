@@ -46,7 +46,9 @@ export class UserRepository {
   }
 
   async list(trx: Knex = this.knex): Promise<UserRow[]> {
-    return trx('users').select(COLUMNS).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    return trx('users')
+      .select(COLUMNS)
+      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   }
 
   async insert(row: Omit<UserRow, 'id'>, trx: Knex = this.knex): Promise<UserRow> {

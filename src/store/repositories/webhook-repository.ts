@@ -27,7 +27,22 @@ export interface BatchResult {
   stored: Array<{ id: string; routeId: string; seq: number }>;
 }
 
-const CAPTURE_COLUMNS = ['id', 'route_id', 'seq', 'received_at', 'method', 'path', 'query', 'headers', 'content_type', 'size', 'truncated', 'body', 'remote_address', 'http_version'] as const;
+const CAPTURE_COLUMNS = [
+  'id',
+  'route_id',
+  'seq',
+  'received_at',
+  'method',
+  'path',
+  'query',
+  'headers',
+  'content_type',
+  'size',
+  'truncated',
+  'body',
+  'remote_address',
+  'http_version',
+] as const;
 
 interface CaptureRowDb {
   id: string;
@@ -175,13 +190,22 @@ export class WebhookRepository {
   /** Captures by sequence number (what a NOTIFY names), oldest first. */
   async capturesBySeq(routeId: string, seqs: readonly number[], trx: Knex = this.knex): Promise<StoredCapture[]> {
     if (seqs.length === 0) return [];
-    const rows = (await trx('webhook_requests').select(CAPTURE_COLUMNS).where({ route_id: routeId }).whereIn('seq', seqs as number[]).orderBy('seq', 'asc')) as CaptureRowDb[];
+    const rows = (await trx('webhook_requests')
+      .select(CAPTURE_COLUMNS)
+      .where({ route_id: routeId })
+      .whereIn('seq', seqs as number[])
+      .orderBy('seq', 'asc')) as CaptureRowDb[];
     return rows.map(toCapture);
   }
 
   /** Captures made after `afterSeq`, oldest first (an event stream resuming with Last-Event-ID). */
   async capturesAfter(routeId: string, afterSeq: number, limit: number, trx: Knex = this.knex): Promise<StoredCapture[]> {
-    const rows = (await trx('webhook_requests').select(CAPTURE_COLUMNS).where({ route_id: routeId }).andWhere('seq', '>', afterSeq).orderBy('seq', 'asc').limit(limit)) as CaptureRowDb[];
+    const rows = (await trx('webhook_requests')
+      .select(CAPTURE_COLUMNS)
+      .where({ route_id: routeId })
+      .andWhere('seq', '>', afterSeq)
+      .orderBy('seq', 'asc')
+      .limit(limit)) as CaptureRowDb[];
     return rows.map(toCapture);
   }
 
@@ -217,7 +241,10 @@ export class WebhookRepository {
       const ids = rowsOf<{ id: string }>(claimed).map((row) => row.id);
       if (ids.length === 0) return [];
       await trx('webhook_routes').whereIn('id', ids).delete();
-      await trx.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [WEBHOOK_CHANNEL, arrayLiteral(ids.map((id) => encodeWebhookEvent({ kind: 'route_gone', routeId: id })))]);
+      await trx.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [
+        WEBHOOK_CHANNEL,
+        arrayLiteral(ids.map((id) => encodeWebhookEvent({ kind: 'route_gone', routeId: id }))),
+      ]);
       return ids;
     });
   }

@@ -67,7 +67,8 @@ const PLANS = {
   'PUT /v1/articles/{id} 200': async (t) => rewrite(t, { path: `/v1/articles/${await article()}`, token: state.tokens.writer, body: articleBody() }),
   'PUT /v1/articles/{id} 400': async (t) => rewrite(t, { path: `/v1/articles/${await article()}`, token: state.tokens.writer, body: { title: 'x' } }),
   'PUT /v1/articles/{id} 401': async (t) => rewrite(t, { path: `/v1/articles/${await article()}`, dropAuth: true, body: articleBody() }),
-  'PUT /v1/articles/{id} 403': async (t) => rewrite(t, { path: `/v1/articles/${await article({ published: true })}`, token: state.tokens.otherWriter, body: articleBody() }),
+  'PUT /v1/articles/{id} 403': async (t) =>
+    rewrite(t, { path: `/v1/articles/${await article({ published: true })}`, token: state.tokens.otherWriter, body: articleBody() }),
   'PUT /v1/articles/{id} 404': (t) => rewrite(t, { path: `/v1/articles/${UNKNOWN_ID}`, token: state.tokens.superuser, body: articleBody() }),
 
   'DELETE /v1/articles/{id} 204': async (t) => rewrite(t, { path: `/v1/articles/${await article()}`, token: state.tokens.writer }),
@@ -79,14 +80,23 @@ const PLANS = {
   'POST /v1/articles/{id}/publish 401': async (t) => rewrite(t, { path: `/v1/articles/${await article()}/publish`, dropAuth: true }),
   'POST /v1/articles/{id}/publish 403': async (t) => rewrite(t, { path: `/v1/articles/${await article()}/publish`, token: state.tokens.writer }),
   'POST /v1/articles/{id}/publish 404': (t) => rewrite(t, { path: `/v1/articles/${UNKNOWN_ID}/publish`, token: state.tokens.superuser }),
-  'POST /v1/articles/{id}/publish 409': async (t) => rewrite(t, { path: `/v1/articles/${await article({ deleted: true })}/publish`, token: state.tokens.superuser }),
+  'POST /v1/articles/{id}/publish 409': async (t) =>
+    rewrite(t, { path: `/v1/articles/${await article({ deleted: true })}/publish`, token: state.tokens.superuser }),
 
   'GET /v1/writers 200': (t) => rewrite(t, { path: '/v1/writers?limit=20&offset=0', dropAuth: true }),
   'GET /v1/writers 400': (t) => rewrite(t, { path: '/v1/writers?limit=0' }),
   'GET /v1/writers 401': (t) => rewrite(t, { path: '/v1/writers', token: BAD_TOKEN }),
 
   'POST /v1/writers 201': (t) =>
-    rewrite(t, { token: state.tokens.superuser, body: { email: `${unique('new')}@example.com`, password: 'new-writer-password', name: 'New Writer', profileImage: { url: 'https://cdn.example.com/new.png' } } }),
+    rewrite(t, {
+      token: state.tokens.superuser,
+      body: {
+        email: `${unique('new')}@example.com`,
+        password: 'new-writer-password',
+        name: 'New Writer',
+        profileImage: { url: 'https://cdn.example.com/new.png' },
+      },
+    }),
   'POST /v1/writers 400': (t) => rewrite(t, { token: state.tokens.superuser, body: { email: 'not-an-email', password: 'short', name: '' } }),
   'POST /v1/writers 401': (t) => rewrite(t, { dropAuth: true }),
   'POST /v1/writers 403': (t) => rewrite(t, { token: state.tokens.editor }),

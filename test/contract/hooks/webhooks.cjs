@@ -96,7 +96,12 @@ const RATE_LIMITED = new Set(['POST /routes 429', 'GET /inspect 429']);
 const PLANS = {
   'POST /routes 429': () => exhaustRouteAllowance(),
   'GET /inspect 429': () => exhaustRouteAllowance(),
-  'POST /routes 201': (t) => setBody(t, JSON.stringify({ ttlSeconds: 3600, response: { status: 202, headers: { 'x-hook': 'accepted' }, body: '{"received":true}' } }), 'application/json'),
+  'POST /routes 201': (t) =>
+    setBody(
+      t,
+      JSON.stringify({ ttlSeconds: 3600, response: { status: 202, headers: { 'x-hook': 'accepted' }, body: '{"received":true}' } }),
+      'application/json',
+    ),
   'POST /routes 400': (t) => setBody(t, JSON.stringify({ ttlSeconds: 0, colour: 'red' }), 'application/json'),
   'GET /inspect 302': () => {},
 

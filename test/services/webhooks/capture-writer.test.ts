@@ -4,7 +4,21 @@ import type { CapturedRecord } from '../../../src/engines/webhook-capture/index.
 import type { BatchResult, RouteRow } from '../../../src/store/repositories/webhook-repository.js';
 
 function record(id: string, routeId = 'live'): CapturedRecord {
-  return { id, routeId, receivedAt: new Date(), method: 'POST', path: '/', query: '', headers: [], contentType: null, size: 0, truncated: false, body: Buffer.alloc(0), remoteAddress: '', httpVersion: '1.1' };
+  return {
+    id,
+    routeId,
+    receivedAt: new Date(),
+    method: 'POST',
+    path: '/',
+    query: '',
+    headers: [],
+    contentType: null,
+    size: 0,
+    truncated: false,
+    body: Buffer.alloc(0),
+    remoteAddress: '',
+    httpVersion: '1.1',
+  };
 }
 
 /** A store that records batches and commits when told to. */
@@ -107,7 +121,12 @@ describe('RouteCache', () => {
   test('a fresh entry answers without loading; an old one is loaded again', async () => {
     let now = 1000;
     let loads = 0;
-    const cache = new RouteCache(async () => (loads++, route(100_000)), 1000, 100, () => now);
+    const cache = new RouteCache(
+      async () => (loads++, route(100_000)),
+      1000,
+      100,
+      () => now,
+    );
     expect(await cache.lookup('r')).not.toBeNull();
     expect(cache.lookup('r')).not.toBeInstanceOf(Promise);
     now += 999;
@@ -120,7 +139,12 @@ describe('RouteCache', () => {
 
   test('an expired route is absent even while its entry is fresh', async () => {
     let now = 1000;
-    const cache = new RouteCache(async () => route(1500), 10_000, 100, () => now);
+    const cache = new RouteCache(
+      async () => route(1500),
+      10_000,
+      100,
+      () => now,
+    );
     expect(await cache.lookup('r')).not.toBeNull();
     now = 1500;
     expect(cache.lookup('r')).toBeNull();

@@ -76,7 +76,10 @@ export class ArticleRepository {
     };
     const order = query.status === 'published' ? 'published_at' : 'created_at';
     const rows: Array<ArticleRow & { total: number }> = await filtered(trx('publishing_articles').select([...COLUMNS, trx.raw('count(*) OVER () AS total')]))
-      .orderBy([{ column: order, order: 'desc' }, { column: 'id', order: 'desc' }])
+      .orderBy([
+        { column: order, order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .limit(query.limit)
       .offset(query.offset);
     let total = rows[0]?.total;

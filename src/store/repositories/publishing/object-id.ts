@@ -7,7 +7,9 @@ const OBJECT_ID = /^[0-9a-f]{24}$/;
  * original app's clients keep their `_id` assumptions and ids sort roughly by creation.
  */
 export function newObjectId(): string {
-  const seconds = Math.floor(Date.now() / 1000).toString(16).padStart(8, '0');
+  const seconds = Math.floor(Date.now() / 1000)
+    .toString(16)
+    .padStart(8, '0');
   return seconds + randomBytes(8).toString('hex');
 }
 
