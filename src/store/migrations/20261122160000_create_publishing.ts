@@ -42,10 +42,12 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw("ALTER TABLE publishing_articles ADD CONSTRAINT publishing_articles_status CHECK (status IN ('draft', 'published', 'deleted'))");
   // Full-text search over title and text, kept by PostgreSQL itself (same on PGlite).
-  await knex.raw("ALTER TABLE publishing_articles ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('english', title || ' ' || text)) STORED");
+  await knex.raw(
+    "ALTER TABLE publishing_articles ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector('english', title || ' ' || text)) STORED",
+  );
   await knex.raw('CREATE INDEX publishing_articles_search ON publishing_articles USING gin (search)');
   await knex.raw('CREATE INDEX publishing_articles_tags ON publishing_articles USING gin (tags)');
-  await knex.raw("CREATE INDEX publishing_articles_published ON publishing_articles (published_at DESC, id DESC) WHERE status = 'published'");
+  await knex.raw('CREATE INDEX publishing_articles_published ON publishing_articles (published_at DESC, id DESC) WHERE status = \'published\'');
   await knex.raw('CREATE INDEX publishing_articles_author ON publishing_articles (author_id, created_at DESC)');
   await knex.raw('CREATE INDEX publishing_articles_topic ON publishing_articles (topic_id)');
 }
