@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-/** User accounts of the User Account API (docs/users-api.md). */
+/** User accounts of the User Account API (seed 000). */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('users', (table) => {
     table.uuid('id').primary().defaultTo(knex.raw('gen_random_uuid()'));

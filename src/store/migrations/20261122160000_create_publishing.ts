@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Users, topics and articles of the Article Publishing API (docs/publishing.md). Ids are 24 hex characters
+ * Users, topics and articles of the Article Publishing API (seed 002 A). Ids are 24 hex characters
  * (the original was a MongoDB app, whose clients know ObjectId-shaped `_id`s).
  */
 export async function up(knex: Knex): Promise<void> {

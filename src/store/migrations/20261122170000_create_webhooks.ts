@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 
-/** Webhook inspector (docs/webhooks.md): routes and the requests captured on them. */
+/** Webhook inspector (SPEC §4): routes and the requests captured on them. */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('webhook_routes', (table) => {
     table.uuid('id').primary();

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Operations of the cloud API (docs/cloud-api.md) with their background work, and idempotency keys.
+ * Operations of the cloud API (SPEC §5) with their background work, and idempotency keys.
  * One row is both the client-visible Operation and the work item, so completing the work and
  * setting the operation's status happen in one transaction.
  */

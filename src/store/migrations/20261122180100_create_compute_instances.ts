@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Compute instances (docs/cloud-api.md). The whole `cloud.compute.v1.Instance` is stored as protobuf binary
+ * Compute instances (SPEC §5). The whole `cloud.compute.v1.Instance` is stored as protobuf binary
  * in `data` (it keeps fields this build does not know); the columns beside it are copies for
  * lookups, uniqueness and ordering.
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * IAM (docs/iam.md): the installation's tenant, projects, service accounts and their public keys.
+ * IAM (SPEC §5): the installation's tenant, projects, service accounts and their public keys.
  * As for instances, each resource is stored whole as protobuf binary in `data`; the columns beside
  * it are copies for lookups, uniqueness, ordering and the token exchange's key check.
  */
