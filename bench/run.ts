@@ -3,20 +3,14 @@
  * auth, service, store) against a raw node:http + pg handler doing the same query, in one run.
  * Servers are pinned to core 0 and the load generator (wrk) to core 1; ratios are what to trust.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { ADMIN_URL, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrk } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-
-if (!existsSync('/usr/bin/wrk')) {
-  console.error('bench needs wrk: apt-get install -y wrk');
-  process.exit(2);
-}
+requireWrk('bench');
+/** wrk on core 1, the servers on core 0. */
+const PIN_WRK = ['taskset', '-c', '1'];
 
 const database = await scratchDatabase(ADMIN_URL, 'bench');
 const children: ChildProcess[] = [];
@@ -30,13 +24,13 @@ try {
   await check(`http://127.0.0.1:${raw.port}${path}`, token);
   // Warm both (JIT, pools), then measure each alone, alternating, and compare medians: the load
   // generator and PostgreSQL share a core, so single runs drift by ±20% here.
-  wrk(raw.port, path, token, 2);
-  wrk(full.port, path, token, 2);
+  wrk(raw.port, path, token, 2, PIN_WRK);
+  wrk(full.port, path, token, 2, PIN_WRK);
   const baselineRuns: number[] = [];
   const fullRuns: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    baselineRuns.push(wrk(raw.port, path, token, SECONDS));
-    fullRuns.push(wrk(full.port, path, token, SECONDS));
+    baselineRuns.push(wrk(raw.port, path, token, SECONDS, PIN_WRK));
+    fullRuns.push(wrk(full.port, path, token, SECONDS, PIN_WRK));
   }
   const baseline = median(baselineRuns);
   const ours = median(fullRuns);
@@ -63,35 +57,7 @@ async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ por
   });
 }
 
-async function prepareUser(port: number): Promise<{ token: string; userId: string }> {
-  const response = await fetch(`http://127.0.0.1:${port}/api/auth`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
-  });
-  const body = (await response.json()) as { accessToken: string; user: { id: string } };
-  return { token: body.accessToken, userId: body.user.id };
-}
-
 async function check(url: string, token: string): Promise<void> {
   const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
   if (response.status !== 200) throw new Error(`${url} answered ${response.status}`);
-}
-
-function wrk(port: number, path: string, token: string, seconds: number): number {
-  const output = execFileSync(
-    'taskset',
-    ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`],
-    {
-      encoding: 'utf8',
-    },
-  );
-  const match = /Requests\/sec:\s+([\d.]+)/.exec(output);
-  if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
-  return Number(match?.[1] ?? 0);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }

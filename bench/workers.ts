@@ -7,22 +7,15 @@
  * wrk and PostgreSQL, as a one-machine deployment would. BENCH_SECONDS (5), BENCH_ROUNDS (5),
  * BENCH_CONNECTIONS (32); BENCH_MAIN runs another build.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { ADMIN_URL, CONNECTIONS, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrk } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
-const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-
-if (!existsSync('/usr/bin/wrk')) {
-  console.error('bench:workers needs wrk: apt-get install -y wrk');
-  process.exit(2);
-}
+requireWrk('bench:workers');
 if (!existsSync(MAIN)) {
   console.error(`bench:workers runs the compiled server (${MAIN}): npm run build first`);
   process.exit(2);
@@ -83,32 +76,9 @@ async function startServer(env: NodeJS.ProcessEnv, workers: number): Promise<num
   });
 }
 
-async function prepareUser(port: number): Promise<{ token: string; userId: string }> {
-  const response = await fetch(`http://127.0.0.1:${port}/api/auth`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
-  });
-  const body = (await response.json()) as { accessToken: string; user: { id: string } };
-  return { token: body.accessToken, userId: body.user.id };
-}
-
 async function check(port: number, path: string, token: string): Promise<void> {
   const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: `Bearer ${token}` } });
   if (response.status !== 200) throw new Error(`${path} on ${port} answered ${response.status}`);
-}
-
-function wrk(port: number, path: string, token: string, seconds: number): number {
-  const output = execFileSync('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`], {
-    encoding: 'utf8',
-  });
-  if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
-  return Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }
 
 function loadAverage(): string {
