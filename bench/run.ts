@@ -1,49 +1,143 @@
 /**
  * `npm run bench`: GET /api/users/{id} through the whole stack (routing, contract validation, bearer
- * auth, service, store) against a raw node:http + pg handler doing the same query, in one run.
- * Servers are pinned to core 0 and the load generator (wrk) to core 1; ratios are what to trust.
+ * auth, service, store) against a raw node:http handler doing the same query, in one run, on both
+ * stores by default (`-- --store postgres` or `-- --store pglite` for one):
+ *
+ * - PostgreSQL (DATABASE_URL's server, or postgres://postgres@127.0.0.1:5432/postgres; a scratch
+ *   database): the full server vs raw node:http + pg. Target: full/raw >= 0.85.
+ * - PGlite (a new temporary DATA_DIR): the full server vs raw node:http answering the same query from
+ *   a PGlite instance in its own process (the server's engine settings, the same user). Target: the
+ *   full server >= 3000 req/s with p99 < 20 ms (wrk --latency); the ratio is printed too.
+ *
+ * Servers are pinned to core 0 and the load generator (wrk) to core 1; each is warmed, then measured
+ * alone in alternating runs and the medians compared. Prints a line per run, and exits 1 naming the
+ * target missed. BENCH_SECONDS (5), BENCH_ROUNDS (5), BENCH_CONNECTIONS (32); BENCH_PROFILE_DIR writes
+ * a CPU profile of the full server (node --cpu-prof) there.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
-import { ADMIN_URL, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrk } from './users-read.js';
+import { ADMIN_URL, CONNECTIONS, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrkRun, type WrkResult } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-requireWrk('bench');
 /** wrk on core 1, the servers on core 0. */
 const PIN_WRK = ['taskset', '-c', '1'];
+const RATIO_TARGET = 0.85;
+const PGLITE_RPS_TARGET = 3000;
+const PGLITE_P99_TARGET_MS = 20;
 
-const database = await scratchDatabase(ADMIN_URL, 'bench');
-const children: ChildProcess[] = [];
-try {
-  const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0' };
-  const full = await startChild(['--import', 'tsx', 'bench/full-server.ts'], env);
-  const { token, userId } = await prepareUser(full.port);
-  const raw = await startChild(['--import', 'tsx', 'bench/raw-users-server.ts'], env);
-  const path = `/api/users/${userId}`;
-  await check(`http://127.0.0.1:${full.port}${path}`, token);
-  await check(`http://127.0.0.1:${raw.port}${path}`, token);
-  // Warm both (JIT, pools), then measure each alone, alternating, and compare medians: the load
-  // generator and PostgreSQL share a core, so single runs drift by ±20% here.
-  wrk(raw.port, path, token, 2, PIN_WRK);
-  wrk(full.port, path, token, 2, PIN_WRK);
-  const baselineRuns: number[] = [];
-  const fullRuns: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    baselineRuns.push(wrk(raw.port, path, token, SECONDS, PIN_WRK));
-    fullRuns.push(wrk(full.port, path, token, SECONDS, PIN_WRK));
+const { values: options } = parseArgs({ options: { store: { type: 'string', default: 'both' } } });
+const stores = options.store === 'both' ? ['postgres', 'pglite'] : [options.store];
+if (!stores.every((store) => store === 'postgres' || store === 'pglite')) {
+  console.error(`--store must be postgres, pglite or both (got ${options.store})`);
+  process.exit(2);
+}
+requireWrk('bench');
+
+const missed: string[] = [];
+for (const store of stores) {
+  if (store === 'postgres') await benchPostgres();
+  else await benchPglite();
+}
+if (missed.length > 0) {
+  for (const target of missed) console.log(`MISSED: ${target}`);
+  process.exit(1);
+}
+console.log('every target met');
+
+async function benchPostgres(): Promise<void> {
+  console.log(`PostgreSQL: full server vs raw node:http + pg, ${ROUNDS} alternating runs of ${SECONDS} s, ${CONNECTIONS} connections`);
+  const database = await scratchDatabase(ADMIN_URL, 'bench');
+  const children: ChildProcess[] = [];
+  try {
+    const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0' };
+    const full = await startChild(children, ['--import', 'tsx', ...profileFlags('postgres'), 'bench/full-server.ts'], env);
+    const { token, userId } = await prepareUser(full);
+    const raw = await startChild(children, ['--import', 'tsx', 'bench/raw-users-server.ts'], env);
+    const { baseline, ours } = await measure(raw, full, `/api/users/${userId}`, token);
+    const ratio = ours.rps / baseline.rps;
+    console.log(`  raw node:http + pg      ${report(baseline)}`);
+    console.log(`  full stack (users API)  ${report(ours)}`);
+    console.log(`  ratio full/raw          ${ratio.toFixed(2)}   (target >= ${RATIO_TARGET})`);
+    if (!(ratio >= RATIO_TARGET)) missed.push(`PostgreSQL full/raw ${ratio.toFixed(2)} < ${RATIO_TARGET}`);
+  } finally {
+    await stopAll(children);
+    await database.drop();
   }
-  const baseline = median(baselineRuns);
-  const ours = median(fullRuns);
-  console.log(`raw node:http + pg      ${baseline.toFixed(0).padStart(7)} req/s   (runs: ${baselineRuns.map((value) => value.toFixed(0)).join(', ')})`);
-  console.log(`full stack (users API)  ${ours.toFixed(0).padStart(7)} req/s   (runs: ${fullRuns.map((value) => value.toFixed(0)).join(', ')})`);
-  console.log(`ratio full/raw          ${(ours / baseline).toFixed(2)}   (target >= 0.50; medians of ${ROUNDS} alternating runs of ${SECONDS} s)`);
-} finally {
-  for (const child of children) child.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  await database.drop();
 }
 
-async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number }> {
+async function benchPglite(): Promise<void> {
+  console.log(`PGlite: full server vs raw node:http + PGlite in-process, ${ROUNDS} alternating runs of ${SECONDS} s, ${CONNECTIONS} connections`);
+  const fullDir = mkdtempSync(join(tmpdir(), 'cfs-bench-full-'));
+  const rawDir = mkdtempSync(join(tmpdir(), 'cfs-bench-raw-'));
+  const children: ChildProcess[] = [];
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: fullDir, LOG_LEVEL: 'silent', PORT: '0' };
+    delete env.DATABASE_URL;
+    const full = await startChild(children, ['--import', 'tsx', ...profileFlags('pglite'), 'bench/full-server.ts'], env);
+    const { token, userId, user } = await prepareUser(full);
+    const raw = await startChild(children, ['--import', 'tsx', 'bench/raw-users-server.ts'], {
+      ...env,
+      DATA_DIR: rawDir,
+      BENCH_STORE: 'pglite',
+      BENCH_USER: JSON.stringify(user),
+    });
+    const { baseline, ours } = await measure(raw, full, `/api/users/${userId}`, token);
+    console.log(`  raw node:http + PGlite  ${report(baseline)}`);
+    console.log(`  full stack (users API)  ${report(ours)}`);
+    console.log(
+      `  ratio full/raw          ${(ours.rps / baseline.rps).toFixed(2)}   (target: full >= ${PGLITE_RPS_TARGET} req/s with p99 < ${PGLITE_P99_TARGET_MS} ms)`,
+    );
+    if (!(ours.rps >= PGLITE_RPS_TARGET)) missed.push(`PGlite full server ${ours.rps.toFixed(0)} req/s < ${PGLITE_RPS_TARGET}`);
+    if (!(ours.p99Ms < PGLITE_P99_TARGET_MS)) missed.push(`PGlite full server p99 ${ours.p99Ms.toFixed(1)} ms >= ${PGLITE_P99_TARGET_MS} ms`);
+  } finally {
+    await stopAll(children);
+    rmSync(fullDir, { recursive: true, force: true });
+    rmSync(rawDir, { recursive: true, force: true });
+  }
+}
+
+/** Warms both, then measures each alone, alternating: the load generator and the store share cores, so single runs drift by ±20% here. */
+async function measure(raw: number, full: number, path: string, token: string): Promise<{ baseline: WrkResult; ours: WrkResult }> {
+  await check(`http://127.0.0.1:${full}${path}`, token);
+  await check(`http://127.0.0.1:${raw}${path}`, token);
+  console.log('  warming up both (2 s each)');
+  wrkRun(raw, path, token, 2, PIN_WRK);
+  wrkRun(full, path, token, 2, PIN_WRK);
+  const baselineRuns: WrkResult[] = [];
+  const fullRuns: WrkResult[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const baseline = wrkRun(raw, path, token, SECONDS, PIN_WRK);
+    baselineRuns.push(baseline);
+    const ours = wrkRun(full, path, token, SECONDS, PIN_WRK);
+    fullRuns.push(ours);
+    console.log(`  run ${round}/${ROUNDS}: raw ${runText(baseline)}, full ${runText(ours)}, ratio ${(ours.rps / baseline.rps).toFixed(2)}`);
+  }
+  return { baseline: medians(baselineRuns), ours: medians(fullRuns) };
+}
+
+function medians(runs: WrkResult[]): WrkResult & { runs: WrkResult[] } {
+  return { rps: median(runs.map((run) => run.rps)), p99Ms: median(runs.map((run) => run.p99Ms)), runs };
+}
+
+function runText(run: WrkResult): string {
+  return `${run.rps.toFixed(0)} req/s p99 ${run.p99Ms.toFixed(1)} ms`;
+}
+
+function report(result: WrkResult & { runs?: WrkResult[] }): string {
+  const runs = (result.runs ?? []).map((run) => run.rps.toFixed(0)).join(', ');
+  return `${result.rps.toFixed(0).padStart(7)} req/s   p99 ${result.p99Ms.toFixed(1).padStart(5)} ms   (medians; runs: ${runs})`;
+}
+
+function profileFlags(store: string): string[] {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, store)}`] : [];
+}
+
+async function startChild(children: ChildProcess[], args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const child = spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -51,10 +145,18 @@ async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ por
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening (\d+)/.exec(output);
-      if (match) resolve({ port: Number(match[1]) });
+      if (match) resolve(Number(match[1]));
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
   });
+}
+
+/** SIGTERM, and waits for each to exit (the full server closes its store, a profile is written). */
+async function stopAll(children: ChildProcess[]): Promise<void> {
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.all(
+    children.map((child) => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)))),
+  );
 }
 
 async function check(url: string, token: string): Promise<void> {

@@ -15,24 +15,51 @@ export function requireWrk(script: string): void {
   }
 }
 
+/** The wire shape of the user the benchmark reads (GET /api/users/{id}). */
+export interface BenchUser {
+  id: string;
+  name: string;
+  isAdmin: boolean;
+  onboardingDone: boolean;
+  profilePicture: string;
+  settings: unknown;
+}
+
 /** Signs in the first admin (created by that sign-in) on a fresh database: the token and the user to read. */
-export async function prepareUser(port: number): Promise<{ token: string; userId: string }> {
+export async function prepareUser(port: number): Promise<{ token: string; userId: string; user: BenchUser }> {
   const response = await fetch(`http://127.0.0.1:${port}/api/auth`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'bench-admin', password: 'bench-password' }),
   });
-  const body = (await response.json()) as { accessToken: string; user: { id: string } };
-  return { token: body.accessToken, userId: body.user.id };
+  const body = (await response.json()) as { accessToken: string; user: BenchUser };
+  return { token: body.accessToken, userId: body.user.id, user: body.user };
+}
+
+/** One wrk run: requests per second and the 99th percentile latency (wrk --latency). */
+export interface WrkResult {
+  rps: number;
+  p99Ms: number;
 }
 
 /** Requests per second of an authenticated GET; `prefix` pins wrk (e.g. `taskset -c 1`). Any non-2xx fails the run. */
 export function wrk(port: number, path: string, token: string, seconds: number, prefix: string[] = []): number {
-  const args = ['wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`];
+  return wrkRun(port, path, token, seconds, prefix).rps;
+}
+
+/** An authenticated GET under wrk --latency: throughput and p99. Any non-2xx fails the run. */
+export function wrkRun(port: number, path: string, token: string, seconds: number, prefix: string[] = []): WrkResult {
+  const args = ['wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`];
   const [command = 'wrk', ...rest] = [...prefix, ...args];
   const output = execFileSync(command, rest, { encoding: 'utf8' });
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
-  return Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0);
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0), p99Ms: latencyMs(/^\s*99%\s+([\d.]+)(us|ms|s)\s*$/m.exec(output)) };
+}
+
+function latencyMs(match: RegExpExecArray | null): number {
+  if (!match) return Number.NaN;
+  const value = Number(match[1]);
+  return match[2] === 'us' ? value / 1000 : match[2] === 's' ? value * 1000 : value;
 }
 
 export function median(values: number[]): number {
