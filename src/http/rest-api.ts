@@ -176,6 +176,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   );
   const verifiers = options.securityHandlers ?? {};
   const unsafeGets = new Set(options.unsafeGets);
+  const match = operationMatcher(operations);
+  const requestParts = new Map(operations.map((operation) => [operation.operationId, requestPartsOf(operation)]));
   const schemesOf = new Map(
     operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
   );
@@ -223,7 +225,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     };
     let reply: RestReply;
     try {
-      const operation = api.router.matchOperation({ method, path, headers: {} });
+      const normalizedPath = normalizePath(path);
+      const operation = match(method, normalizedPath);
       if (!operation || (head && unsafeGets.has(operation.operationId ?? ''))) throw new ContractRefusal('not_found');
       call.operationId = operation.operationId ?? '';
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
@@ -232,7 +235,14 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const body = operation.requestBody ? await readJsonBody(req, limit) : hasBody ? await readBody(req, limit).then(() => undefined) : undefined;
       call.security = await authenticate(operation, req.headers);
       const request = { method, path, query, headers: req.headers as Record<string, string>, body };
-      const validation = api.validator.validateRequest(request, operation);
+      const parts = requestParts.get(call.operationId);
+      // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
+      // compiled per call); a request with no query string and no body, to an operation with no
+      // header or cookie parameters, gets the very object it would build, from precompiled parts.
+      const validation =
+        parts && query === '' && body === undefined && !parts.headerOrCookieParameters
+          ? validateParameters(api, operation, parts.pathParameters(normalizedPath) ?? {}, req.headers)
+          : api.validator.validateRequest(request, operation);
       if (validation.errors) {
         if (onlyPathInvalid(validation.errors, operation)) throw new ContractRefusal('not_found');
         throw new ContractRefusal('invalid_argument', { violations: violationsOf(validation.errors) });
@@ -258,6 +268,94 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   }
 
   return { api, handle };
+}
+
+/**
+ * openapi-backend's `router.matchOperation` (apiRoot `/`) with each path's pattern compiled once and
+ * the specificity order computed once: an exact path with the method wins; otherwise, among the
+ * operations whose path pattern matches, the most specific (longest path without its templates)
+ * whose method matches; none: undefined. Its version compiled a RegExp per operation per request.
+ */
+function operationMatcher(operations: Operation[]): (method: string, normalizedPath: string) => Operation | undefined {
+  const patterns = operations.map((operation) => ({ operation, pattern: new RegExp(`^${operation.path.replace(/\{.*?\}/g, '[^/]+')}$`) }));
+  // lodash's orderBy (stable), by the length of the path without its templates, longest first.
+  const bySpecificity = patterns
+    .map((entry, index) => ({ ...entry, index, length: entry.operation.path.replace(/\{.*?\}/g, '').length }))
+    .sort((a, b) => b.length - a.length || a.index - b.index);
+  return (method, normalizedPath) => {
+    const lower = method.trim().toLowerCase();
+    const exact = operations.find((operation) => operation.path === normalizedPath && operation.method === lower);
+    if (exact) return exact;
+    for (const { operation, pattern } of bySpecificity) {
+      if (operation.method === lower && pattern.test(normalizedPath)) return operation;
+    }
+    return undefined;
+  };
+}
+
+/** openapi-backend's path normalisation for matching (apiRoot `/`, trailing slashes ignored). */
+function normalizePath(rawPath: string): string {
+  let path = rawPath.trim() || '';
+  if (!path.startsWith('/')) path = `/${path}`;
+  path = (path.split('?')[0] ?? '').trim();
+  if (path.startsWith('/')) path = path.replace(/^\/\/?/, '/');
+  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path;
+}
+
+interface RequestParts {
+  /** The path parameters of a normalised path (bath-es5's parse, as openapi-backend uses it), or null when it does not fit. */
+  pathParameters(normalizedPath: string): Record<string, string> | null;
+  headerOrCookieParameters: boolean;
+}
+
+function requestPartsOf(operation: Operation): RequestParts {
+  const names = (operation.path.match(/\{[A-Za-z0-9_-]+\}/g) ?? []).map((name) => name.slice(1, -1));
+  const pattern = new RegExp(`^${operation.path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`);
+  const parameters = (operation.parameters ?? []) as Array<{ in?: string }>;
+  return {
+    headerOrCookieParameters: parameters.some((parameter) => parameter.in === 'header' || parameter.in === 'cookie'),
+    pathParameters(normalizedPath) {
+      const found = pattern.exec(normalizedPath);
+      if (!found) return null;
+      const params: Record<string, string> = {};
+      for (let index = 0; index < names.length; index++) {
+        const name = names[index] ?? '';
+        const value = decodeURIComponent(found[index + 1] ?? '');
+        // A name used twice must carry one value.
+        if (name in params && params[name] !== value) return null;
+        params[name] = value;
+      }
+      return params;
+    },
+  };
+}
+
+/**
+ * openapi-backend's `validateRequest` for a request without query string or body to an operation
+ * without header or cookie parameters: the same compiled validators over the same object (path
+ * parameters, an empty query, the headers, no cookies), and the same result shape.
+ */
+function validateParameters(
+  api: OpenAPIBackend,
+  operation: Operation,
+  params: Record<string, string>,
+  headers: NodeRequest['headers'],
+): { errors: ErrorObject[] | null; coerced: { params?: unknown; query?: unknown } } {
+  const validators = api.validator.getRequestValidatorsForOperation(operation.operationId ?? '') ?? [];
+  const parameters: Record<string, unknown> = { path: params, query: {}, header: headers, cookie: {} };
+  if (headers['content-type'] === 'application/json') parameters.requestBody = undefined;
+  const errors: ErrorObject[] = [];
+  const coerced: { params?: unknown; query?: unknown } = {};
+  for (const validate of validators) {
+    validate(parameters);
+    if (validate.errors) errors.push(...validate.errors);
+    else {
+      coerced.query = parameters.query;
+      coerced.params = parameters.path;
+    }
+  }
+  return { errors: errors.length > 0 ? errors : null, coerced };
 }
 
 /**
