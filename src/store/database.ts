@@ -149,7 +149,17 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     const message = error instanceof Error ? error.message : String(error);
     throw new DataDirError(`DATA_DIR ${dataDir} cannot be opened as a PGlite database: ${message}`, { cause: error });
   });
-  const knex = knexFactory({ client: ClientPgLite, connection: () => ({ pglite }) } as Knex.Config);
+  const { PgliteStatements } = await import('./pglite-statements.js');
+  const statements = new PgliteStatements(pglite);
+  // knex-pglite runs each statement through PGlite.query; this client runs it through PgliteStatements.
+  class FastPgliteClient extends ClientPgLite {
+    async _query(_connection: unknown, obj: { sql?: string; bindings?: unknown[]; response?: unknown }): Promise<unknown> {
+      if (!obj.sql) throw new Error('The query is empty');
+      obj.response = await statements.run(obj.sql, obj.bindings ?? []);
+      return obj;
+    }
+  }
+  const knex = knexFactory({ client: FastPgliteClient, connection: () => ({ pglite }) } as Knex.Config);
   return {
     knex,
     kind: 'pglite',

@@ -11,9 +11,16 @@ import { PGlite } from '@electric-sql/pglite';
  * `shared_buffers = 128MB` (written by initdb) is ~130 MB of resident memory at once; this server's
  * embedded databases are small, and 16 MB (2048 pages) holds their hot set. Durability is untouched:
  * these are cache sizes, not WAL or fsync settings.
+ *
+ * `plan_cache_mode=force_generic_plan`: the store runs every statement with parameters as a named
+ * prepared statement (pglite-statements.ts). PostgreSQL's default re-plans such a statement on every
+ * execution whenever its generic plan looks costlier than the custom ones, which it does for
+ * `id = ANY($1::uuid[])` (the user read), and planning in wasm costs ~25 µs a query there. The
+ * generic plan is planned once; plans only change speed, never results, and this store's statements
+ * are lookups by key whose best plan does not depend on the values.
  */
 export function pgliteStartParams(sharedBuffersMb: number): string[] {
-  return [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`];
+  return [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'plan_cache_mode=force_generic_plan'];
 }
 
 /**
