@@ -1,45 +1,69 @@
 /**
  * `npm run bench:grpc`: cloud.compute.v1.InstanceService/Get over native gRPC (h2c) through the whole
- * stack (auth, endpoint and error interceptors, store) against a bare connect-node server and a raw
- * @grpc/grpc-js server answering the same message from memory, measured in one run with h2load.
- * Servers run pinned to core 0, the load generator to core 1.
+ * stack (auth, endpoint and error interceptors, the store read) against the fair baseline: a raw
+ * @grpc/grpc-js server doing the same store read (bench/grpc-baselines.ts). Both are measured with
+ * h2load in alternating runs and compared by their medians (target: full / baseline >= 0.70); exits 1
+ * when the target is missed. A raw grpc-js and a bare connect-node server answering from memory are
+ * measured once each, for reference. Servers run pinned to core 0, the load generator to core 1.
+ *
+ * BENCH_SECONDS (5) per run, BENCH_ROUNDS (5) alternating rounds; BENCH_PROFILE_DIR=<dir> writes CPU
+ * profiles of the full server and the fair baseline (in <dir>/full and <dir>/baseline; the
+ * largest file of each is the main thread's).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { create, toBinary } from '@bufbuild/protobuf';
+import { join, relative } from 'node:path';
+import { create, equals, toBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import { InstanceSchema } from '../generated/proto/cloud/compute/v1/instance_pb.js';
+import { InstanceSchema, type Instance } from '../generated/proto/cloud/compute/v1/instance_pb.js';
 import { GetInstanceRequestSchema, InstanceService } from '../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { median } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
+/** Inside the repository (ignored by git), so the build finds node_modules and contracts/ above it. */
+const BUILD_DIR = join(ROOT, '.tmp/bench-grpc-build');
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 40000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const TARGET = 0.7;
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
 if (!existsSync('/usr/bin/h2load')) {
   console.error('bench:grpc needs h2load: apt-get install -y nghttp2-client');
   process.exit(2);
 }
 
+const progress = (line: string) => console.log(`[bench:grpc] ${line}`);
 const database = await scratchDatabase(ADMIN_URL, 'bench_grpc');
 const children: ChildProcess[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'bench-grpc-'));
+let missed = false;
 try {
   const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0', COMPUTE_WORK_MS: '10' };
-  // BENCH_PROFILE_DIR=<dir> writes a CPU profile of the full server (profile before optimising).
-  const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const full = await startChild([...profile, '--import', 'tsx', 'bench/full-server.ts'], env);
+  const profile = (name: string) => (process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE_DIR, name)}`] : []);
+  // The full server runs compiled, as `npm start` ships it (swc, scripts/build.mjs), from a private
+  // build: tsx's transform wraps every function made per call in a naming helper production never runs.
+  progress(`building the server into ${relative(ROOT, BUILD_DIR)}`);
+  execFileSync(process.execPath, ['scripts/build.mjs', '--out', BUILD_DIR], { cwd: ROOT, stdio: 'ignore' });
+  progress('starting the full server');
+  const fullServer = `
+    const { build } = await import(${JSON.stringify(join(BUILD_DIR, 'src/server/build.js'))});
+    const { loadConfig } = await import(${JSON.stringify(join(BUILD_DIR, 'src/config.js'))});
+    const app = await build(loadConfig());
+    process.stdout.write('listening ' + (await app.listen(0, '127.0.0.1')) + '\\n');
+    process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));`;
+  const full = await startChild([...profile('full'), '--input-type=module', '--eval', fullServer], env);
   const token = await signIn(full.port);
-  const baseUrl = `http://127.0.0.1:${full.port}`;
-  const transport = createGrpcTransport({ baseUrl });
   const headers = { authorization: `Bearer ${token}` };
+  const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${full.port}` });
   const instances = createClient(InstanceService, transport);
   const operations = createClient(OperationService, transport);
+  progress('creating the instance to read');
   // The first start made a project named `default` under the installation's tenant.
   const project = await createClient(ProjectService, transport).getByName({ parentId: '', name: 'default' }, { headers });
   const operation = await instances.create(
@@ -50,8 +74,21 @@ try {
   const instance = await instances.get({ id: operation.resourceId }, { headers });
   const instanceBase64 = Buffer.from(toBinary(InstanceSchema, instance)).toString('base64');
 
-  const connect = await startChild(['--import', 'tsx', 'bench/grpc-baselines.ts'], { ...env, BASELINE: 'connect', INSTANCE_BASE64: instanceBase64 });
-  const grpcJs = await startChild(['--import', 'tsx', 'bench/grpc-baselines.ts'], { ...env, BASELINE: 'grpc-js', INSTANCE_BASE64: instanceBase64 });
+  progress('starting the baselines');
+  const baselineEnv = { ...env, INSTANCE_BASE64: instanceBase64 };
+  const fair = await startChild([...profile('baseline'), '--import', 'tsx', 'bench/grpc-baselines.ts'], { ...baselineEnv, BASELINE: 'grpc-js-store' });
+  const grpcJs = await startChild(['--import', 'tsx', 'bench/grpc-baselines.ts'], { ...baselineEnv, BASELINE: 'grpc-js' });
+  const connect = await startChild(['--import', 'tsx', 'bench/grpc-baselines.ts'], { ...baselineEnv, BASELINE: 'connect' });
+  // Every server must answer the very same message before its throughput means anything (h2load
+  // counts HTTP statuses, not gRPC ones).
+  for (const [name, port] of [
+    ['full stack', full.port],
+    ['grpc-js + store', fair.port],
+    ['grpc-js from memory', grpcJs.port],
+    ['connect-node from memory', connect.port],
+  ] as const) {
+    await expectInstance(name, port, token, operation.resourceId, instance);
+  }
 
   const message = toBinary(GetInstanceRequestSchema, create(GetInstanceRequestSchema, { id: operation.resourceId }));
   const envelope = Buffer.alloc(5 + message.length);
@@ -59,36 +96,75 @@ try {
   envelope.set(message, 5);
   const bodyFile = join(scratch, 'get.bin');
   writeFileSync(bodyFile, envelope);
+  /** Calls per second, and the server's CPU time per call (user + system, from /proc): steadier than throughput on a shared machine. */
+  const measure = (server: Server, seconds: number) => {
+    const before = cpuMicros(server.pid);
+    const { rate, calls } = h2load(server.port, bodyFile, token, seconds);
+    return { rate, cpu: (cpuMicros(server.pid) - before) / calls };
+  };
+  const load = (server: Server, seconds: number) => measure(server, seconds).rate;
 
-  const results: Array<[string, number]> = [];
-  for (const [name, port] of [
-    ['raw @grpc/grpc-js', grpcJs.port],
-    ['bare connect-node', connect.port],
-    ['full stack', full.port],
-  ] as const) {
-    h2load(port, bodyFile, token, 4000);
-    results.push([name, h2load(port, bodyFile, token, REQUESTS)]);
+  progress('warming up (JIT, pools)');
+  for (const server of [fair, full]) load(server, 2);
+  progress(`measuring: ${ROUNDS} alternating rounds of ${SECONDS} s`);
+  const baselineRuns: number[] = [];
+  const fullRuns: number[] = [];
+  const baselineCpu: number[] = [];
+  const fullCpu: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const base = measure(fair, SECONDS);
+    const ours = measure(full, SECONDS);
+    baselineRuns.push(base.rate);
+    baselineCpu.push(base.cpu);
+    fullRuns.push(ours.rate);
+    fullCpu.push(ours.cpu);
+    progress(
+      `round ${round}/${ROUNDS}: grpc-js + store ${base.rate.toFixed(0)} req/s (${base.cpu.toFixed(0)} µs CPU/call), ` +
+        `full stack ${ours.rate.toFixed(0)} req/s (${ours.cpu.toFixed(0)} µs CPU/call)`,
+    );
   }
-  const rate = Object.fromEntries(results);
-  for (const [name, value] of results) console.log(`${name.padEnd(20)} ${value.toFixed(0).padStart(7)} req/s`);
-  console.log(`full / bare connect-node  ${(rate['full stack']! / rate['bare connect-node']!).toFixed(2)}   (target >= 0.50)`);
-  console.log(`full / raw grpc-js        ${(rate['full stack']! / rate['raw @grpc/grpc-js']!).toFixed(2)}   (target toward 0.50)`);
-  console.log(`connect-node / grpc-js    ${(rate['bare connect-node']! / rate['raw @grpc/grpc-js']!).toFixed(2)}`);
+  progress('reference: the from-memory servers, one run each');
+  load(grpcJs, 1);
+  const grpcJsRate = load(grpcJs, SECONDS);
+  load(connect, 1);
+  const connectRate = load(connect, SECONDS);
+
+  const baseline = median(baselineRuns);
+  const ours = median(fullRuns);
+  const ratio = ours / baseline;
+  const runs = (values: number[]) => `(runs: ${values.map((value) => value.toFixed(0)).join(', ')})`;
+  console.log(`raw grpc-js + store (fair baseline)  ${baseline.toFixed(0).padStart(7)} req/s   ${runs(baselineRuns)}`);
+  console.log(`full stack                           ${ours.toFixed(0).padStart(7)} req/s   ${runs(fullRuns)}`);
+  console.log(`server CPU per call (medians)        baseline ${median(baselineCpu).toFixed(0)} µs, full stack ${median(fullCpu).toFixed(0)} µs`);
+  console.log(`raw grpc-js from memory              ${grpcJsRate.toFixed(0).padStart(7)} req/s   (reference)`);
+  console.log(`bare connect-node from memory        ${connectRate.toFixed(0).padStart(7)} req/s   (reference)`);
+  console.log(
+    `ratio full / fair baseline           ${ratio.toFixed(2)}   (target >= ${TARGET.toFixed(2)}; medians of ${ROUNDS} alternating runs of ${SECONDS} s)`,
+  );
+  console.log(`full / grpc-js from memory           ${(ours / grpcJsRate).toFixed(2)}`);
+  console.log(`full / connect-node from memory      ${(ours / connectRate).toFixed(2)}`);
+  if (ratio < TARGET) {
+    console.log(`MISSED: full / fair baseline ${ratio.toFixed(2)} < ${TARGET.toFixed(2)}`);
+    missed = true;
+  }
 } finally {
   for (const child of children) child.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Give profiled children time to write their profiles.
+  await new Promise((resolve) => setTimeout(resolve, process.env.BENCH_PROFILE_DIR ? 2000 : 300));
   await database.drop();
 }
+process.exit(missed ? 1 : 0);
 
-function h2load(port: number, bodyFile: string, token: string, requests: number): number {
+/** `seconds` of InstanceService.Get calls: calls per second and calls made; any failed or non-2xx call fails the run. */
+function h2load(port: number, bodyFile: string, token: string, seconds: number): { rate: number; calls: number } {
   const output = execFileSync(
     'taskset',
     [
       '-c',
       '1',
       'h2load',
-      '-n',
-      String(requests),
+      '-D',
+      String(seconds),
       '-c',
       '4',
       '-m',
@@ -105,13 +181,34 @@ function h2load(port: number, bodyFile: string, token: string, requests: number)
     ],
     { encoding: 'utf8' },
   );
-  const match = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(output);
-  const succeeded = /(\d+) succeeded/.exec(output)?.[1];
-  if (Number(succeeded) !== requests) throw new Error(`not every call succeeded:\n${output}`);
-  return Number(match?.[1] ?? 0);
+  const rate = /finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(output)?.[1];
+  const counts = /(\d+) succeeded, (\d+) failed, (\d+) errored/.exec(output);
+  const statuses = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(output);
+  if (!rate || !counts || counts[2] !== '0' || counts[3] !== '0' || !statuses || statuses.slice(2).some((count) => count !== '0')) {
+    throw new Error(`not every call succeeded:\n${output}`);
+  }
+  return { rate: Number(rate), calls: Number(/(\d+) succeeded/.exec(output)?.[1] ?? 1) };
 }
 
-async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number }> {
+/** CPU time (user + system) a process has used so far, in microseconds (Linux /proc). */
+function cpuMicros(pid: number): number {
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+
+async function expectInstance(name: string, port: number, token: string, id: string, expected: Instance): Promise<void> {
+  const client = createClient(InstanceService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }));
+  const answer = await client.get({ id }, { headers: { authorization: `Bearer ${token}` } });
+  if (!equals(InstanceSchema, answer, expected)) throw new Error(`${name} answered another instance`);
+}
+
+interface Server {
+  port: number;
+  pid: number;
+}
+
+async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
   const child = spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -119,7 +216,7 @@ async function startChild(args: string[], env: NodeJS.ProcessEnv): Promise<{ por
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening (\d+)/.exec(output);
-      if (match) resolve({ port: Number(match[1]) });
+      if (match) resolve({ port: Number(match[1]), pid: child.pid! });
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
   });
