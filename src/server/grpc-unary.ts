@@ -1,10 +1,22 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import { Code, ConnectError, createHandlerContext, type ContextValues, type Interceptor, type MethodImplSpec, type ServiceImplSpec } from '@connectrpc/connect';
-import { invokeUnaryImplementation } from '@connectrpc/connect/protocol';
+import { create, type DescMessage, type DescMethod, type DescService, type MessageShape } from '@bufbuild/protobuf';
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type ContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+  type ServiceImplSpec,
+  type UnaryRequest,
+  type UnaryResponse,
+} from '@connectrpc/connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 
 type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
+type AnyFn = Parameters<Interceptor>[0];
 
 /** A service as registered on the Connect router, with the interceptors it was registered with. */
 export interface RegisteredService {
@@ -73,6 +85,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
       const chunks: Buffer[] = [];
       let size = 0;
       let finished = false;
+      let context: CallContext | undefined;
       const reject = (error: ConnectError) => finish(route.shapeError ? route.shapeError(error, requestId) : error);
       /**
        * Answers once. A stream the client closed or reset (or whose session is gone) is finished as it
@@ -83,6 +96,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
       const finish = (error: ConnectError | undefined, output?: Uint8Array, responseHeader?: Headers, responseTrailer?: Headers) => {
         if (finished) return;
         finished = true;
+        context?.end();
         if (stream.destroyed || stream.closed) {
           onDone?.(Code.Canceled);
           return;
@@ -102,7 +116,8 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           setTrailerStatus(new Headers(), shaped).forEach((value, key) => (trailer[key] = value));
           code = shaped.code;
         } else {
-          setTrailerStatus(responseTrailer ?? new Headers(), undefined).forEach((value, key) => (trailer[key] = value));
+          responseTrailer?.forEach((value, key) => (trailer[key] = value));
+          trailer['grpc-status'] = '0';
           envelope = Buffer.allocUnsafe(5 + output.length);
           envelope[0] = 0;
           envelope.writeUInt32BE(output.length, 1);
@@ -180,32 +195,154 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
             ),
           );
         }
-        const requestHeader = new Headers({ 'x-request-id': requestId });
-        for (const [key, value] of Object.entries(headers)) {
-          if (key.startsWith(':') || value === undefined || key === 'x-request-id') continue;
+        const requestHeader = new Headers();
+        for (const key in headers) {
+          const value = headers[key];
+          if (key.charCodeAt(0) === 58 /* ':' */ || value === undefined || key === 'x-request-id') continue;
           if (Array.isArray(value)) for (const item of value) requestHeader.append(key, item);
-          else requestHeader.set(key, value);
+          else requestHeader.append(key, value);
         }
-        const context = createHandlerContext({
-          service: route.service,
-          method: route.spec.method,
-          protocolName: 'grpc',
-          requestMethod: 'POST',
-          url: `http://${headers[':authority'] ?? 'localhost'}${path}`,
+        requestHeader.set('x-request-id', requestId);
+        context = new CallContext(
+          route.service,
+          route.spec.method,
+          `http://${headers[':authority'] ?? 'localhost'}${path}`,
           requestHeader,
-          timeoutMs: timeout.timeoutMs,
-          contextValues: options.contextValues?.(),
-        });
+          timeout.timeoutMs,
+          options.contextValues?.() ?? createContextValues(),
+        );
+        const called = context;
         stream.once('close', () => {
-          if (!finished) context.abort(new ConnectError('the client cancelled the call', Code.Canceled));
+          if (!finished) called.abort(new ConnectError('the client cancelled the call', Code.Canceled));
         });
         try {
-          const output = await invokeUnaryImplementation(route.spec, context, input, route.interceptors);
-          finish(undefined, toBinary(route.spec.method.output, output), context.responseHeader, context.responseTrailer);
+          const output = await invokeUnary(route.spec, called, input, route.interceptors);
+          finish(undefined, toBinary(route.spec.method.output, output), called.responseHeader, called.responseTrailer);
         } catch (error) {
-          finish(ConnectError.from(error), undefined, context.responseHeader);
+          finish(ConnectError.from(error), undefined, called.responseHeader);
         }
       }
     },
   };
+}
+
+/**
+ * The context of one call, as connect's `createHandlerContext` makes it, minus its per-call costs:
+ * the AbortSignal (connect links three AbortControllers per call) is made only when something reads
+ * it, which no unary method here does; the request header is used as given (connect copies it); the
+ * deadline timer is set only for a `grpc-timeout` and cleared when the call ends.
+ */
+class CallContext implements HandlerContext {
+  readonly requestMethod = 'POST';
+  readonly protocolName = 'grpc';
+  readonly responseHeader = new Headers();
+  readonly responseTrailer = new Headers();
+  private controller: AbortController | undefined;
+  private abortReason: { reason: unknown } | undefined;
+  private readonly deadline: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly service: DescService,
+    readonly method: DescMethod,
+    readonly url: string,
+    readonly requestHeader: Headers,
+    timeoutMs: number | undefined,
+    readonly values: ContextValues,
+  ) {
+    if (timeoutMs !== undefined) {
+      this.deadline = Date.now() + timeoutMs;
+      const expire = () => this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded));
+      if (timeoutMs <= 0) expire();
+      else this.timer = setTimeout(expire, timeoutMs);
+    }
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason.reason);
+    }
+    return this.controller.signal;
+  }
+
+  readonly timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - Date.now());
+
+  abort(reason: unknown): void {
+    this.end();
+    if (this.abortReason) return;
+    this.abortReason = { reason };
+    this.controller?.abort(reason);
+  }
+
+  /** The call is over: no deadline to watch any more. */
+  end(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/**
+ * connect's `invokeUnaryImplementation` (same request and response shapes through the same
+ * interceptors, the output normalized with `create`, response header and trailer copied back),
+ * except that the request's signal is read from the context only when someone asks for it.
+ */
+async function invokeUnary(spec: UnarySpec, context: CallContext, input: MessageShape<DescMessage>, interceptors: readonly Interceptor[]) {
+  const method = spec.method;
+  let next: AnyFn = async (anyRequest) => {
+    const req = anyRequest as UnaryRequest;
+    // The implementation sees the request as the interceptors left it (connect's mergeRequest).
+    const same = req.header === context.requestHeader && req.contextValues === context.values && req.service === context.service;
+    const implContext: HandlerContext = same
+      ? context
+      : {
+          method: context.method,
+          protocolName: context.protocolName,
+          requestMethod: context.requestMethod,
+          url: context.url,
+          timeoutMs: context.timeoutMs,
+          responseHeader: context.responseHeader,
+          responseTrailer: context.responseTrailer,
+          service: req.service,
+          requestHeader: req.header,
+          values: req.contextValues,
+          get signal() {
+            return req.signal;
+          },
+        };
+    const output = await spec.impl(req.message, implContext);
+    const response: UnaryResponse = {
+      stream: false,
+      service: method.parent,
+      method,
+      header: context.responseHeader,
+      trailer: context.responseTrailer,
+      message: create(method.output, output),
+    };
+    return response;
+  };
+  for (let index = interceptors.length - 1; index >= 0; index--) next = interceptors[index]!(next);
+  const request: UnaryRequest = {
+    stream: false,
+    message: input,
+    method,
+    service: method.parent,
+    requestMethod: context.requestMethod,
+    url: context.url,
+    header: context.requestHeader,
+    contextValues: context.values,
+    get signal() {
+      return context.signal;
+    },
+  };
+  const { message, header, trailer } = (await next(request)) as UnaryResponse;
+  copyHeaders(header, context.responseHeader);
+  copyHeaders(trailer, context.responseTrailer);
+  return message;
+}
+
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  for (const key of [...to.keys()]) to.delete(key);
+  from.forEach((value, key) => to.set(key, value));
 }
