@@ -141,9 +141,10 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     const path = url.split('?', 1)[0] ?? url;
     let route: string | Promise<string>;
     let protocol: RequestProtocol = req.httpVersionMajor === 2 ? 'h2' : 'http1';
-    // The metric's operation: a template or a known RPC, so a client cannot mint new series.
-    let operation: (template: string) => string = (template) => restOperation(req.method, template);
-    let code = () => String(res.statusCode);
+    // The metric's operation: a template or a known RPC, so a client cannot mint new series. Unset:
+    // `METHOD template` and the HTTP status (no closures made for the common case).
+    let operation: ((template: string) => string) | undefined;
+    let code: (() => string) | undefined;
     const owner = httpModules.find((candidate) => candidate.matches(path));
     if (cors && !owner?.corsExempt?.(path) && cors.handle(req, res)) {
       route = 'CORS preflight';
@@ -177,11 +178,18 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         return restOperation(req.method, typeof matched === 'string' ? matched : 'unmatched');
       };
     }
+    const finished = (template: string) => {
+      logRequest(requestId, req.method, template, res.statusCode, started, logFields);
+      metrics?.recordRequest(
+        protocol,
+        operation ? operation(template) : restOperation(req.method, template),
+        code ? code() : String(res.statusCode),
+        (performance.now() - started) / 1000,
+      );
+    };
     res.once('finish', () => {
-      void Promise.resolve(route).then((template) => {
-        logRequest(requestId, req.method, template, res.statusCode, started, logFields);
-        metrics?.recordRequest(protocol, operation(template), code(), (performance.now() - started) / 1000);
-      });
+      if (typeof route === 'string') finished(route);
+      else void route.then(finished);
     });
   };
 
@@ -207,7 +215,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       const trace = traceContextOf(headers.traceparent);
       const logFields = traceLogFields(trace);
       const path = headers[':path'] ?? '';
-      requestLogFields.run(logFields, () =>
+      const serveCall = () =>
         grpcUnary.handle(
           stream,
           headers,
@@ -217,8 +225,10 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
             metrics?.recordRequest('grpc', rpcPaths.has(path) ? path.slice(1) : 'unmatched', grpcCodeName(code), (performance.now() - started) / 1000);
           },
           { traceparent: formatTraceparent(trace) },
-        ),
-      );
+        );
+      // As for HTTP dispatch: no AsyncLocalStorage (and so none of Node 20's promise hooks) when the logger writes nothing.
+      if (logger.isLevelEnabled('fatal')) requestLogFields.run(logFields, serveCall);
+      else serveCall();
     } else {
       h2Compat.emit('stream', stream, headers, flags, rawHeaders);
     }

@@ -1,5 +1,5 @@
 import { toJson, type DescMessage, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf';
-import type { Interceptor, UnaryResponse } from '@connectrpc/connect';
+import type { Interceptor, UnaryRequest, UnaryResponse } from '@connectrpc/connect';
 import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
 import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
@@ -46,7 +46,8 @@ export function endpointOfHost(url: string, apiDomain: string | undefined): stri
  * API domain (localhost, an IP) reach every service.
  */
 export function createEndpointInterceptor(options: { apiDomain: string | undefined }): Interceptor {
-  return (next) => async (req) => {
+  // Not async: a call that passes costs no promise of its own (a refusal throws into the caller's await).
+  return (next) => (req) => {
     const endpoint = endpointOfHost(req.url, options.apiDomain);
     if (endpoint !== undefined) {
       const name = apiServiceNameOf(req.service);
@@ -115,31 +116,37 @@ function maskForHash(header: string | null): string {
  * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it.
  */
 export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; loadOperation(id: string): Promise<Operation> }): Interceptor {
-  return (next) => async (req) => {
-    if (req.stream || !isMutatingMethod(req.method.output)) return next(req);
-    const key = req.header.get('x-idempotency-key');
-    if (key === null) return next(req);
-    assertIdempotencyKey(key);
-    const principal = req.contextValues.get(principalKey);
-    if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
-    const method = `/${req.service.typeName}/${req.method.name}`;
-    const hash = requestHash(method, stableStringify(toJson(req.method.input, req.message)), maskForHash(req.header.get('x-resetmask')));
-    let response: UnaryResponse | undefined;
-    const result = await options.keys.run({ principal: principal.id, method, key }, hash, async () => {
-      const answer = await next(req);
-      if (answer.stream) throw new Error('a mutating method must be unary');
-      response = answer;
-      return (answer.message as Operation).id;
-    });
-    if (!result.replayed && response) return response;
-    const replay: UnaryResponse = {
-      stream: false,
-      service: req.service,
-      method: req.method,
-      ...replayResponseMetadata(req.header),
-      message: await options.loadOperation(result.operationId),
+  // Reads (and calls without a key) pass straight on, without a promise of this interceptor's own.
+  return (next) => {
+    const idempotent = async (req: UnaryRequest, key: string): Promise<UnaryResponse> => {
+      assertIdempotencyKey(key);
+      const principal = req.contextValues.get(principalKey);
+      if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
+      const method = `/${req.service.typeName}/${req.method.name}`;
+      const hash = requestHash(method, stableStringify(toJson(req.method.input, req.message)), maskForHash(req.header.get('x-resetmask')));
+      let response: UnaryResponse | undefined;
+      const result = await options.keys.run({ principal: principal.id, method, key }, hash, async () => {
+        const answer = await next(req);
+        if (answer.stream) throw new Error('a mutating method must be unary');
+        response = answer;
+        return (answer.message as Operation).id;
+      });
+      if (!result.replayed && response) return response;
+      const replay: UnaryResponse = {
+        stream: false,
+        service: req.service,
+        method: req.method,
+        ...replayResponseMetadata(req.header),
+        message: await options.loadOperation(result.operationId),
+      };
+      return replay;
     };
-    return replay;
+    return (req) => {
+      if (req.stream || !isMutatingMethod(req.method.output)) return next(req);
+      const key = req.header.get('x-idempotency-key');
+      if (key === null) return next(req);
+      return idempotent(req, key);
+    };
   };
 }
 
