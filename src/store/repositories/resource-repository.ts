@@ -117,6 +117,7 @@ async function pooledRead(knex: Knex, sql: string, bindings: unknown[]): Promise
   try {
     return (await client._query(connection, { sql, bindings })).response.rows;
   } finally {
-    await client.releaseConnection(connection);
+    // Knex's release is synchronous (its promise is already resolved): awaiting it only costs a tick.
+    void client.releaseConnection(connection);
   }
 }
