@@ -26,7 +26,12 @@ export interface CaptureWriterOptions {
  * is answered only after its row is committed, so an acknowledged capture is never lost. Up to
  * `maxInFlight` batches are written at once (1 on PGlite's single connection); while they commit
  * the next batch fills, so batch size grows with load and latency stays about one commit.
- * `stop()` writes what is queued.
+ *
+ * The `batchMs` wait gathers captures only after a quiet spell. Under load (a batch finished less
+ * than `batchMs` ago) the next batch starts once the event loop has read the requests already
+ * waiting (setImmediate): on PGlite a commit blocks the thread, so the requests that arrived
+ * meanwhile are all read in the next poll phase, and waiting out a timer after that only left the
+ * process idle (~20% of the capture benchmark's time). `stop()` writes what is queued.
  */
 export class CaptureWriter {
   private queue: Pending[] = [];
@@ -35,6 +40,8 @@ export class CaptureWriter {
   private readonly idle = new Set<() => void>();
   private stopped = false;
   private readonly batchObservers: Array<(size: number) => void> = [];
+  private lastBatchEnded = -Infinity;
+  private immediate: NodeJS.Immediate | undefined;
 
   constructor(private readonly options: CaptureWriterOptions) {}
 
@@ -55,8 +62,7 @@ export class CaptureWriter {
   /** Writes everything queued and refuses new captures; called on graceful shutdown. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelWait();
     while (this.queue.length > 0 || this.inFlight > 0) {
       if (this.inFlight < this.maxInFlight && this.queue.length > 0) this.startBatch();
       else await new Promise<void>((resolve) => this.idle.add(resolve));
@@ -71,22 +77,32 @@ export class CaptureWriter {
     if (this.queue.length === 0 || this.inFlight >= this.maxInFlight) return; // a finishing batch picks the queue up
     if (this.queue.length >= this.options.batchRows || this.options.batchMs === 0) {
       this.startBatch();
-    } else if (!this.timer) {
-      this.timer = setTimeout(() => {
+    } else if (!this.timer && !this.immediate) {
+      const start = () => {
         this.timer = undefined;
+        this.immediate = undefined;
         if (this.inFlight < this.maxInFlight) this.startBatch();
-      }, this.options.batchMs);
+      };
+      if (performance.now() - this.lastBatchEnded < this.options.batchMs) this.immediate = setImmediate(start);
+      else this.timer = setTimeout(start, this.options.batchMs);
     }
   }
 
-  private startBatch(): void {
+  private cancelWait(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
     this.timer = undefined;
+    this.immediate = undefined;
+  }
+
+  private startBatch(): void {
+    this.cancelWait();
     const batch = this.queue.splice(0, this.options.batchRows);
     if (batch.length === 0) return;
     this.inFlight++;
     void this.writeBatch(batch).finally(() => {
       this.inFlight--;
+      this.lastBatchEnded = performance.now();
       for (const resolve of this.idle) resolve();
       this.idle.clear();
       // Group commit: whatever queued up while this batch committed goes out at once.

@@ -69,6 +69,30 @@ describe('CaptureWriter', () => {
     expect(batches).toEqual([['a', 'b']]);
   });
 
+  test('under load (a batch ended within batchMs) the next batch starts once waiting I/O is read, not after the timer', async () => {
+    const { batches, commits, store } = controlledStore();
+    const writer = new CaptureWriter({ store, batchMs: 60_000, batchRows: 2 });
+    const full = [writer.write(record('a')), writer.write(record('b'))];
+    commits[0]!();
+    await Promise.all(full);
+    void writer.write(record('c'));
+    expect(batches).toEqual([['a', 'b']]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([['a', 'b'], ['c']]);
+  });
+
+  test('after a quiet spell the first capture waits for the timer to gather others', async () => {
+    const { batches, commits, store } = controlledStore();
+    const writer = new CaptureWriter({ store, batchMs: 60_000, batchRows: 100 });
+    void writer.write(record('a'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batches).toEqual([]);
+    const stopped = writer.stop();
+    commits[0]!();
+    await stopped;
+    expect(batches).toEqual([['a']]);
+  });
+
   test('captures of a route that is gone at commit time are reported as such', async () => {
     const { commits, store } = controlledStore();
     const writer = new CaptureWriter({ store, batchMs: 0, batchRows: 100 });
