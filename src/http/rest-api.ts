@@ -400,7 +400,11 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
 
 /** Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. */
 export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
-  const headers: Record<string, string | number> = { ...commonHeaders, ...reply.headers, ...refusalHeaders(reply.status, res) };
+  // One headers object, filled in place (the hot path allocates no merged copies).
+  const headers: Record<string, string | number> = {};
+  if (commonHeaders) for (const name in commonHeaders) headers[name] = commonHeaders[name] as string;
+  if (reply.headers) for (const name in reply.headers) headers[name] = reply.headers[name] as string;
+  if (reply.status === 413) Object.assign(headers, refusalHeaders(reply.status, res));
   let payload: Buffer | string = '';
   if (Buffer.isBuffer(reply.body)) {
     payload = reply.body;
@@ -409,7 +413,7 @@ export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Re
     payload = JSON.stringify(reply.body);
     headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
   }
-  headers['content-length'] = Buffer.byteLength(payload);
+  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
   (res as ServerResponse).writeHead(reply.status, headers);
   if (head) res.end();
   else res.end(payload);
