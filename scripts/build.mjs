@@ -4,12 +4,15 @@
 // a second where tsc takes 10–30 s here; type errors are `npm run typecheck`'s job (CI runs both).
 // Plain JavaScript so it runs without tsx. dist/contracts (`npm run contracts:bundle`) is left alone.
 // `--out <dir>` writes elsewhere (the runtime test builds an image-like layout in a temp directory).
+// The entry is then bundled with the ES-module packages it imports (bundleEntry, below).
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { transformFile } from '@swc/core';
+import { build as esbuild } from 'esbuild';
 import OpenAPISchemaValidator from 'openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
 
@@ -71,5 +74,74 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
   const sha256 = createHash('sha256').update(text).digest('hex');
   writeFileSync(join(prebuilt, file.replace(/\.yaml$/, '.json')), JSON.stringify({ sha256, document }));
 }
+// `--no-bundle` keeps the per-file entry (to compare start-up times, or to debug module by module).
+if (!process.argv.includes('--no-bundle')) await bundleEntry(join(OUT, 'src/main.js'));
+
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
 console.log(`built ${files.length} files into ${shown} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+/**
+ * Replaces the compiled entry (dist/src/main.js) by one ES module holding our code and the ES-module
+ * packages it imports (protobuf-es, connect, jose, graphql-tools): Node 20's ES-module loader costs
+ * ~0.3 ms of CPU per file, and these are ~400 small files, about a third of the start-up CPU on
+ * PostgreSQL (docs/architecture.md, "Build, container and time to ready"). CommonJS packages (knex,
+ * express, ajv, graphql, pg…) stay in node_modules, loaded by Node's CommonJS loader exactly as
+ * without the bundle, and so does PGlite, which finds its wasm and data files beside its module.
+ * Every `import.meta.url` is rewritten to the URL its own file has in dist/, so a path our code
+ * resolves against its module (assets, pre-built contracts, package lookups) is the same in the
+ * bundle as in the per-file build, which stays in dist/ beside it.
+ */
+async function bundleEntry(entry) {
+  const ownFiles = OUT + sep;
+  const packageTypes = new Map();
+  /**
+   * The `type` of the package a bare import names, from the node_modules Node would find it in; for
+   * our files, the project's (`--out` may build outside the checkout).
+   */
+  function packageType(name, fromDir) {
+    for (let dir = fromDir.startsWith(ownFiles) ? ROOT : fromDir; ; dir = dirname(dir)) {
+      const manifest = join(dir, 'node_modules', name, 'package.json');
+      if (existsSync(manifest)) {
+        if (!packageTypes.has(manifest)) packageTypes.set(manifest, JSON.parse(readFileSync(manifest, 'utf8')).type ?? 'commonjs');
+        return packageTypes.get(manifest);
+      }
+      if (dirname(dir) === dir) return undefined;
+    }
+  }
+  await esbuild({
+    entryPoints: [entry],
+    outfile: entry,
+    allowOverwrite: true,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    // Packages resolve from the project's node_modules wherever `--out` puts the build.
+    nodePaths: [join(ROOT, 'node_modules')],
+    sourcemap: true,
+    logLevel: 'error',
+    plugins: [
+      {
+        name: 'esm-packages-only',
+        setup(build) {
+          build.onResolve({ filter: /^[^./]/ }, (args) => {
+            if (isBuiltin(args.path)) return { path: args.path, external: true };
+            const name = args.path
+              .split('/')
+              .slice(0, args.path.startsWith('@') ? 2 : 1)
+              .join('/');
+            const bundled = name !== '@electric-sql/pglite' && packageType(name, args.resolveDir) === 'module';
+            return bundled ? undefined : { path: args.path, external: true };
+          });
+          build.onLoad({ filter: /\.js$/ }, (args) => {
+            if (!args.path.startsWith(ownFiles)) return undefined;
+            const source = readFileSync(args.path, 'utf8');
+            if (!source.includes('import.meta.url')) return undefined;
+            const ownUrl = `new URL(${JSON.stringify(`./${relative(dirname(entry), args.path).split(sep).join('/')}`)}, import.meta.url).href`;
+            return { contents: source.replaceAll('import.meta.url', ownUrl), loader: 'js', resolveDir: dirname(args.path) };
+          });
+        },
+      },
+    ],
+  });
+}
