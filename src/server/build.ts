@@ -19,6 +19,7 @@ import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createOnePortServer } from './protocol-switch.js';
 import { requestIdOf } from './request-id.js';
+import { clusterMetricsSource } from './cluster.js';
 import {
   createMetricsEndpoint,
   grpcCodeName,
@@ -69,7 +70,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const { modules, users } = await buildModules(context);
   modules.push(grpcHealthModule({ db, isServing: () => ready }));
   if (metrics) {
-    const serveMetrics = createMetricsEndpoint(metrics, config.metricsToken);
+    const serveMetrics = createMetricsEndpoint(metrics, config.metricsToken, await clusterMetricsSource(metrics.registry));
     modules.push({ name: 'metrics', http: { matches: (path) => path === '/metrics', handle: async (req, res) => (await serveMetrics(req, res), '/metrics') } });
   }
   const cors = config.corsOrigins.length > 0 ? createCorsPolicy(config.corsOrigins) : undefined;

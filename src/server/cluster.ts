@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { databaseOptionsOf, migrateLatest, openDatabase } from '../store/database.js';
@@ -98,6 +99,7 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
   };
 
   for (let index = 0; index < options.workers; index++) fork();
+  void answerMetricsRequests(logger);
   logger.info({ workers: options.workers }, 'primary started its workers');
 
   function stop(reason: string): void {
@@ -116,4 +118,80 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
     }, options.shutdownGraceMs + 5000);
   }
   return { stop };
+}
+
+/** A worker's request for the whole cluster's metrics, and the primary's answer. */
+const METRICS_REQUEST = 'cfs:cluster-metrics';
+const METRICS_ANSWER = 'cfs:cluster-metrics-answer';
+/** prom-client gives up on a worker after 5 s; a scrape waits a little longer for that verdict. */
+const METRICS_WAIT_MS = 6000;
+
+interface MetricsRequest {
+  type: typeof METRICS_REQUEST;
+  id: number;
+}
+interface MetricsAnswer {
+  type: typeof METRICS_ANSWER;
+  id: number;
+  body?: string;
+  error?: string;
+}
+
+/**
+ * The primary side of `GET /metrics` with WORKERS > 1: a worker that receives a scrape asks the
+ * primary, which collects every worker's registry over IPC with prom-client's AggregatorRegistry
+ * (counters and histograms summed; gauges summed unless they say otherwise) and sends the text back.
+ */
+async function answerMetricsRequests(logger: Logger): Promise<void> {
+  const { AggregatorRegistry } = await import('prom-client');
+  const aggregator = new AggregatorRegistry();
+  cluster.on('message', (worker: Worker, message: Partial<MetricsRequest> | null) => {
+    if (message?.type !== METRICS_REQUEST || typeof message.id !== 'number') return;
+    const id = message.id;
+    const answer = (reply: Omit<MetricsAnswer, 'type' | 'id'>) => {
+      if (worker.isConnected()) worker.send({ type: METRICS_ANSWER, id, ...reply } satisfies MetricsAnswer);
+    };
+    aggregator.clusterMetrics().then(
+      (body) => answer({ body }),
+      (error: unknown) => {
+        logger.warn({ err: error }, 'cluster metrics: a worker did not answer');
+        answer({ error: error instanceof Error ? error.message : String(error) });
+      },
+    );
+  });
+}
+
+/**
+ * In a worker of WORKERS > 1, what `GET /metrics` answers: the whole cluster's metrics, through the
+ * primary (one scrape sees every worker, whichever accepted the connection). Registers `registry` as
+ * this worker's share. Undefined outside a cluster worker: a single process answers its own registry.
+ */
+export async function clusterMetricsSource(registry: Registry): Promise<(() => Promise<string>) | undefined> {
+  if (!cluster.isWorker || !process.send) return undefined;
+  const { AggregatorRegistry } = await import('prom-client');
+  // Constructing one installs prom-client's listener that answers the primary with this worker's registries.
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([registry]);
+  let nextId = 0;
+  const waiting = new Map<number, { resolve(body: string): void; reject(error: Error): void }>();
+  process.on('message', (message: Partial<MetricsAnswer> | null) => {
+    if (message?.type !== METRICS_ANSWER || typeof message.id !== 'number') return;
+    const request = waiting.get(message.id);
+    waiting.delete(message.id);
+    if (message.body !== undefined) request?.resolve(message.body);
+    else request?.reject(new Error(`cluster metrics: ${message.error ?? 'no answer'}`));
+  });
+  return () =>
+    new Promise<string>((resolve, reject) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        waiting.delete(id);
+        reject(new Error('cluster metrics: the primary did not answer'));
+      }, METRICS_WAIT_MS);
+      waiting.set(id, {
+        resolve: (body) => (clearTimeout(timer), resolve(body)),
+        reject: (error) => (clearTimeout(timer), reject(error)),
+      });
+      process.send?.({ type: METRICS_REQUEST, id } satisfies MetricsRequest);
+    });
 }

@@ -58,6 +58,8 @@ export class ServerMetrics {
       help: 'Cloud API operations not yet done, by state (pending: waiting for a worker; running: claimed). Absent when the database did not answer the scrape.',
       labelNames: ['state'],
       registers: [this.registry],
+      // Every worker reads the same table: across WORKERS the figure is one, not a sum.
+      aggregator: 'max',
       async collect() {
         this.reset();
         const counts = await withTimeout(operations.countOpenByState(), SCRAPE_QUERY_TIMEOUT_MS).catch(() => undefined);
@@ -100,7 +102,12 @@ export class ServerMetrics {
  * Serves `GET /metrics` in the Prometheus text format. Open by default (like /healthz: counts and
  * route templates, no data); with `METRICS_TOKEN` set a scrape must send `Authorization: Bearer <token>`.
  */
-export function createMetricsEndpoint(metrics: ServerMetrics, token: string | undefined): (req: NodeRequest, res: NodeResponse) => Promise<void> {
+export function createMetricsEndpoint(
+  metrics: ServerMetrics,
+  token: string | undefined,
+  /** The text to answer; with WORKERS > 1, the whole cluster's (cluster.ts). */
+  collect: () => Promise<string> = () => metrics.registry.metrics(),
+): (req: NodeRequest, res: NodeResponse) => Promise<void> {
   const expected = token === undefined ? undefined : digest(token);
   return async (req, res) => {
     const json = (status: number, message: string, headers: Record<string, string> = {}) => {
@@ -113,7 +120,13 @@ export function createMetricsEndpoint(metrics: ServerMetrics, token: string | un
       // Compared as digests: equal length, constant time, whatever the caller sent.
       if (!match?.[1] || !timingSafeEqual(digest(match[1]), expected)) return json(401, 'Unauthorized', { 'www-authenticate': 'Bearer realm="metrics"' });
     }
-    const body = await metrics.registry.metrics();
+    let body: string;
+    try {
+      body = await collect();
+    } catch {
+      // A partial answer would look like counters resetting; the scrape fails instead (Prometheus: up 0).
+      return json(503, 'Service Unavailable', { 'retry-after': '1' });
+    }
     res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
     if (req.method === 'HEAD') res.end();
     else res.end(body);

@@ -7,8 +7,8 @@ import { buildServer, spawnServer, watch, type CompiledServer } from './compiled
 
 /**
  * WORKERS=N (src/server/cluster.ts) through the compiled server: the PGlite refusal, and on
- * PostgreSQL (only when DATABASE_URL is set) two workers serving one port, a dead worker replaced,
- * and SIGTERM to the primary ending everything gracefully with exit 0.
+ * PostgreSQL (only when DATABASE_URL is set) two workers serving one port, one /metrics for both, a
+ * dead worker replaced, and SIGTERM to the primary ending everything gracefully with exit 0.
  */
 jest.setTimeout(120_000);
 let server: CompiledServer;
@@ -34,6 +34,17 @@ function getOnNewConnection(port: number, path: string): Promise<number> {
     get({ host: '127.0.0.1', port, path, agent: false }, (response) => {
       response.resume();
       response.once('end', () => resolve(response.statusCode ?? 0));
+    }).once('error', reject);
+  });
+}
+
+/** The body of a GET on a connection of its own. */
+function getBodyOnNewConnection(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port, path, agent: false }, (response) => {
+      let body = '';
+      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+      response.once('end', () => (response.statusCode === 200 ? resolve(body) : reject(new Error(`${path} answered ${response.statusCode}: ${body}`))));
     }).once('error', reject);
   });
 }
@@ -90,6 +101,17 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
       while (logLines(output()).filter((line) => line.route !== undefined).length < 9) await once(child.stdout, 'data');
       const servedBy = new Set(logLines(output()).flatMap((line) => (line.route !== undefined && line.pid !== undefined ? [line.pid] : [])));
       expect([...servedBy].sort()).toEqual([...workers].sort());
+
+      // /metrics answers for the whole cluster whichever worker takes the scrape: each worker served
+      // only part of the 8 /healthz requests, every scrape counts all of them.
+      for (let scrape = 0; scrape < 2; scrape++) {
+        const text = await getBodyOnNewConnection(port, '/metrics');
+        const healthz = [...text.matchAll(/^cfs_requests_total\{[^}]*operation="GET \/healthz"[^}]*\} (\d+)$/gm)].reduce(
+          (sum, match) => sum + Number(match[1]),
+          0,
+        );
+        expect(healthz).toBeGreaterThanOrEqual(8);
+      }
 
       // A worker killed outright is replaced by a new one on the same port.
       process.kill(workers[0] ?? 0, 'SIGKILL');
