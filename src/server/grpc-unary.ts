@@ -196,19 +196,11 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
             ),
           );
         }
-        const requestHeader = new Headers();
-        for (const key in headers) {
-          const value = headers[key];
-          if (key.charCodeAt(0) === 58 /* ':' */ || value === undefined || key === 'x-request-id') continue;
-          if (Array.isArray(value)) for (const item of value) requestHeader.append(key, item);
-          else requestHeader.append(key, value);
-        }
-        requestHeader.set('x-request-id', requestId);
         context = new CallContext(
           route.service,
           route.spec.method,
           `http://${headers[':authority'] ?? 'localhost'}${path}`,
-          requestHeader,
+          new RequestHeaders(headers, requestId) as unknown as Headers,
           timeout.timeoutMs,
           options.contextValues?.() ?? createContextValues(),
         );
@@ -218,9 +210,9 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         });
         try {
           const output = await invokeUnary(route.spec, called, input, route.interceptors);
-          finish(undefined, toBinary(route.spec.method.output, output), called.responseHeader, called.responseTrailer);
+          finish(undefined, toBinary(route.spec.method.output, output), called.madeResponseHeader, called.madeResponseTrailer);
         } catch (error) {
-          finish(ConnectError.from(error), undefined, called.responseHeader);
+          finish(ConnectError.from(error), undefined, called.madeResponseHeader);
         }
       }
     },
@@ -236,8 +228,9 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
 class CallContext implements HandlerContext {
   readonly requestMethod = 'POST';
   readonly protocolName = 'grpc';
-  readonly responseHeader = new Headers();
-  readonly responseTrailer = new Headers();
+  /** Made when first read: most calls set no response header or trailer of their own. */
+  madeResponseHeader: Headers | undefined;
+  madeResponseTrailer: Headers | undefined;
   private controller: AbortController | undefined;
   private abortReason: { reason: unknown } | undefined;
   private readonly deadline: number | undefined;
@@ -257,6 +250,14 @@ class CallContext implements HandlerContext {
       if (timeoutMs <= 0) expire();
       else this.timer = setTimeout(expire, timeoutMs);
     }
+  }
+
+  get responseHeader(): Headers {
+    return (this.madeResponseHeader ??= new Headers());
+  }
+
+  get responseTrailer(): Headers {
+    return (this.madeResponseTrailer ??= new Headers());
   }
 
   get signal(): AbortSignal {
@@ -316,12 +317,19 @@ async function invokeUnary(spec: UnarySpec, context: CallContext, input: Message
       stream: false,
       service: method.parent,
       method,
-      header: context.responseHeader,
-      trailer: context.responseTrailer,
+      // The context's own header and trailer, made only if someone reads them.
+      get header() {
+        return context.responseHeader;
+      },
+      get trailer() {
+        return context.responseTrailer;
+      },
       message: create(method.output, output),
     };
+    answered = response;
     return response;
   };
+  let answered: UnaryResponse | undefined;
   for (let index = interceptors.length - 1; index >= 0; index--) next = interceptors[index]!(next);
   const request: UnaryRequest = {
     stream: false,
@@ -336,14 +344,125 @@ async function invokeUnary(spec: UnarySpec, context: CallContext, input: Message
       return context.signal;
     },
   };
-  const { message, header, trailer } = (await next(request)) as UnaryResponse;
-  copyHeaders(header, context.responseHeader);
-  copyHeaders(trailer, context.responseTrailer);
-  return message;
+  const response = (await next(request)) as UnaryResponse;
+  // An interceptor that answered another header or trailer (a replay) replaces the context's, as in connect.
+  if (response !== answered) {
+    copyHeaders(response.header, context.responseHeader);
+    copyHeaders(response.trailer, context.responseTrailer);
+  }
+  return response.message;
 }
 
 function copyHeaders(from: Headers, to: Headers): void {
   if (from === to) return;
   for (const key of [...to.keys()]) to.delete(key);
   from.forEach((value, key) => to.set(key, value));
+}
+
+/** Headers' own methods, called on the subclass below (its typings declare them as properties, which TypeScript will not let a subclass override). */
+const BASE = Headers.prototype;
+/** A header name as Headers accepts it (an HTTP token); anything else makes Headers throw. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Headers strips leading and trailing HTTP whitespace from every value. */
+const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+
+/**
+ * The request header of a call: a real `Headers` holding what the HTTP/2 request sent (pseudo-headers
+ * left out) and the server's `x-request-id`, filled from Node's header object only when it is first
+ * changed or listed. `get` and `has` before that answer from Node's object exactly as the filled
+ * Headers would (names case-insensitive, values trimmed, repeated values joined by ", "): a unary call
+ * usually reads one header (authorization), and building the Headers cost ~2 µs a call.
+ */
+class RequestHeaders extends (Headers as new () => object) {
+  #raw: IncomingHttpHeaders | undefined;
+  readonly #requestId: string;
+
+  constructor(raw: IncomingHttpHeaders, requestId: string) {
+    super();
+    this.#raw = raw;
+    this.#requestId = requestId;
+  }
+
+  #fill(): void {
+    const raw = this.#raw;
+    if (raw === undefined) return;
+    this.#raw = undefined;
+    for (const key in raw) {
+      const value = raw[key];
+      if (key.charCodeAt(0) === 58 /* ':' */ || value === undefined || key === 'x-request-id') continue;
+      if (Array.isArray(value)) for (const item of value) BASE.append.call(this, key, item);
+      else BASE.append.call(this, key, value);
+    }
+    BASE.set.call(this, 'x-request-id', this.#requestId);
+  }
+
+  /** The value the filled Headers would hold for `name` (null: none); undefined once filled or for a name Headers refuses. */
+  #lookup(name: string): string | null | undefined {
+    const raw = this.#raw;
+    if (raw === undefined || !TOKEN.test(name)) return undefined;
+    const key = name.toLowerCase();
+    if (key === 'x-request-id') return this.#requestId;
+    const value = raw[key];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.map((item) => item.replace(EDGE_WHITESPACE, '')).join(', ') : value.replace(EDGE_WHITESPACE, '');
+  }
+
+  get(name: string): string | null {
+    const value = this.#lookup(name);
+    if (value !== undefined) return value;
+    this.#fill();
+    return BASE.get.call(this, name);
+  }
+
+  has(name: string): boolean {
+    const value = this.#lookup(name);
+    if (value !== undefined) return value !== null;
+    this.#fill();
+    return BASE.has.call(this, name);
+  }
+
+  append(name: string, value: string): void {
+    this.#fill();
+    BASE.append.call(this, name, value);
+  }
+
+  set(name: string, value: string): void {
+    this.#fill();
+    BASE.set.call(this, name, value);
+  }
+
+  delete(name: string): void {
+    this.#fill();
+    BASE.delete.call(this, name);
+  }
+
+  getSetCookie(): string[] {
+    this.#fill();
+    return BASE.getSetCookie.call(this);
+  }
+
+  forEach(callback: (value: string, key: string, parent: Headers) => void, thisArg?: unknown): void {
+    this.#fill();
+    BASE.forEach.call(this, callback, thisArg);
+  }
+
+  keys(): ReturnType<Headers['keys']> {
+    this.#fill();
+    return BASE.keys.call(this);
+  }
+
+  values(): ReturnType<Headers['values']> {
+    this.#fill();
+    return BASE.values.call(this);
+  }
+
+  entries(): ReturnType<Headers['entries']> {
+    this.#fill();
+    return BASE.entries.call(this);
+  }
+
+  [Symbol.iterator](): ReturnType<Headers['entries']> {
+    this.#fill();
+    return BASE[Symbol.iterator].call(this);
+  }
 }
