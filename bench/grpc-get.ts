@@ -49,7 +49,7 @@ try {
   // The full server runs compiled, as `npm start` ships it (swc, scripts/build.mjs), from a private
   // build: tsx's transform wraps every function made per call in a naming helper production never runs.
   progress(`building the server into ${relative(ROOT, BUILD_DIR)}`);
-  execFileSync(process.execPath, ['scripts/build.mjs', '--out', BUILD_DIR], { cwd: ROOT, stdio: 'ignore' });
+  execFileSync(process.execPath, ['scripts/build.mjs', '--out', BUILD_DIR], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   progress('starting the full server');
   const fullServer = `
     const { build } = await import(${JSON.stringify(join(BUILD_DIR, 'src/server/build.js'))});
