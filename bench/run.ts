@@ -66,7 +66,7 @@ async function benchPostgres(): Promise<void> {
     const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0' };
     const full = await startChild(children, fullServerArgs('postgres'), env);
     const { token, userId } = await prepareUser(full);
-    const raw = await startChild(children, ['--import', 'tsx', 'bench/raw-users-server.ts'], env);
+    const raw = await startChild(children, ['--import', 'tsx', ...rawProfileArgs('postgres'), 'bench/raw-users-server.ts'], env);
     const { baseline, ours, ratio } = await measure(raw, full, `/api/users/${userId}`, token);
     console.log(`  raw node:http + pg      ${report(baseline)}`);
     console.log(`  full stack (users API)  ${report(ours)}`);
@@ -171,6 +171,12 @@ function fullServerArgs(store: string): string[] {
     process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
   `;
   return [...profile, '--input-type=module', '-e', source, buildDir];
+}
+
+/** With BENCH_PROFILE_DIR, the raw baseline is profiled too, into `<dir>/<store>-raw`, to compare with the full server's. */
+function rawProfileArgs(store: string): string[] {
+  const dir = process.env.BENCH_PROFILE_DIR;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, `${store}-raw`)}`] : [];
 }
 
 async function startChild(children: ChildProcess[], args: string[], env: NodeJS.ProcessEnv): Promise<number> {

@@ -45,7 +45,7 @@ export function authorize(principal: Principal, access: Access, projectId: strin
  * depends on no service, so the service is passed in rather than imported.
  */
 export interface UserAccounts<Caller extends { userId: string }> {
-  authenticate(authorization: string | undefined): Promise<Caller | undefined>;
+  authenticate(authorization: string | undefined): Caller | undefined | Promise<Caller | undefined>;
   get(caller: Caller, id: string): Promise<{ id: string; isAdmin: boolean }>;
 }
 

@@ -95,8 +95,8 @@ export class TokenService {
    * A key id this process has not seen yet (rotated by another process) triggers one reload.
    */
   async verify(token: string, audience: TokenAudience): Promise<TokenClaims> {
-    const cached = this.verified.get(token);
-    if (cached) return this.checkClaims(cached, audience, token);
+    const cached = this.verifyCached(token, audience);
+    if (cached) return cached;
     if (canonicalJwsProblem(token) !== undefined) throw unauthenticated();
     let header: ProtectedHeaderParameters;
     try {
@@ -127,6 +127,16 @@ export class TokenService {
     if (this.verified.size >= CACHE_LIMIT) this.verified.clear();
     this.verified.set(token, typed);
     return this.checkClaims(typed, audience, token);
+  }
+
+  /**
+   * `verify` for a token already verified by this process, without a promise: its claims (expiry and
+   * audience checked now, as `verify` checks them), undefined when the token is not in the cache
+   * (then `verify` must be asked), or throws `unauthenticated`.
+   */
+  verifyCached(token: string, audience: TokenAudience): TokenClaims | undefined {
+    const cached = this.verified.get(token);
+    return cached && this.checkClaims(cached, audience, token);
   }
 
   /** The public keys as a JSON Web Key Set, for clients that verify tokens themselves. */

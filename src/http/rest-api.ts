@@ -182,27 +182,50 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
   );
 
-  /** The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. */
-  async function authenticate(operation: Operation, headers: NodeRequest['headers']): Promise<Record<string, unknown>> {
+  /**
+   * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
+   * verifier may answer at once (a cached token) or with a promise; with no promise the result is
+   * not one either (no microtask per request).
+   */
+  function authenticate(operation: Operation, headers: NodeRequest['headers']): Record<string, unknown> | Promise<Record<string, unknown>> {
     const requirements = operation.security ?? [];
     const results: Record<string, unknown> = {};
     if (requirements.length === 0) return results;
-    for (const scheme of schemesOf.get(operation.operationId) ?? []) {
+    const schemes = schemesOf.get(operation.operationId) ?? [];
+    for (let index = 0; index < schemes.length; index++) {
+      const scheme = schemes[index] as string;
       const verify = verifiers[scheme];
-      // A verifier that throws saw credentials that are present but unusable: that refuses the
-      // request (401) even where the operation also admits anonymous callers.
+      let result: unknown;
       try {
-        results[scheme] = verify ? await verify(headers) : undefined;
+        result = verify ? verify(headers) : undefined;
       } catch (error) {
-        // Bad credentials are the engine's 401, worded by the API; anything else (an unreachable store) is not a 401.
-        if (error instanceof AppError && error.code === 'unauthenticated') throw new ContractRefusal('unauthenticated', { cause: error });
-        throw error;
+        throw verifierFailure(error);
+      }
+      if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
+      results[scheme] = result;
+    }
+    return accepted(requirements, results);
+  }
+
+  /** The rest of `authenticate` once a verifier answered with a promise. */
+  async function authenticateAsync(
+    requirements: NonNullable<Operation['security']>,
+    schemes: string[],
+    from: number,
+    pending: Promise<unknown>,
+    results: Record<string, unknown>,
+    headers: NodeRequest['headers'],
+  ): Promise<Record<string, unknown>> {
+    for (let index = from; index < schemes.length; index++) {
+      const scheme = schemes[index] as string;
+      const verify = verifiers[scheme];
+      try {
+        results[scheme] = index === from ? await pending : verify ? await verify(headers) : undefined;
+      } catch (error) {
+        throw verifierFailure(error);
       }
     }
-    if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
-      throw new ContractRefusal('unauthenticated');
-    }
-    return results;
+    return accepted(requirements, results);
   }
 
   async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
@@ -233,7 +256,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
       const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
       const body = operation.requestBody ? await readJsonBody(req, limit) : hasBody ? await readBody(req, limit).then(() => undefined) : undefined;
-      call.security = await authenticate(operation, req.headers);
+      const security = authenticate(operation, req.headers);
+      call.security = security instanceof Promise ? await security : security;
       const request = { method, path, query, headers: req.headers as Record<string, string>, body };
       const parts = requestParts.get(call.operationId);
       // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
@@ -268,6 +292,23 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   }
 
   return { api, handle };
+}
+
+/**
+ * A verifier that throws saw credentials that are present but unusable: that refuses the request
+ * (401) even where the operation also admits anonymous callers. Bad credentials are the engine's
+ * 401, worded by the API; anything else (an unreachable store) is not a 401.
+ */
+function verifierFailure(error: unknown): unknown {
+  return error instanceof AppError && error.code === 'unauthenticated' ? new ContractRefusal('unauthenticated', { cause: error }) : error;
+}
+
+/** The security results, when some requirement has every one of its schemes accepting; else a 401. */
+function accepted(requirements: NonNullable<Operation['security']>, results: Record<string, unknown>): Record<string, unknown> {
+  if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
+    throw new ContractRefusal('unauthenticated');
+  }
+  return results;
 }
 
 /**
