@@ -21,7 +21,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A pg client as knex's pool hands it out. */
 interface PooledConnection {
-  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
 /** knex's client for `pg`: its pool (limits, validation, acquire timeout), without the query runner. */
@@ -51,7 +51,10 @@ export class UserRepository {
     if (trx === this.knex && this.pgPool) {
       const connection = await this.pgPool.acquireConnection();
       try {
-        return (await connection.query(FIND_BY_IDS_PG, [valid])).rows as UserRow[];
+        // A named statement: each pooled connection parses and plans it once (PostgreSQL's backend
+        // shares the server's cores; re-parsing the SQL per request was its largest cost), then
+        // only binds and executes it.
+        return (await connection.query({ name: 'users.findByIds', text: FIND_BY_IDS_PG, values: [valid] })).rows as UserRow[];
       } finally {
         void this.pgPool.releaseConnection(connection);
       }
