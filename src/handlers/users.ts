@@ -40,7 +40,7 @@ export function userApiHandlers(users: UserService, serviceName: string): RestHa
       const principal = call.security.bearerAuth as AccountCaller | undefined;
       return { status: 200, body: await users.create(principal, call.body) };
     },
-    getUser: async (call) => ({ status: 200, body: await users.get(caller(call), call.params.id) }),
+    getUser: (call) => users.get(caller(call), call.params.id).then((body) => ({ status: 200, body })),
     updateUser: async (call) => ({
       status: 200,
       body: await users.update(caller(call), call.params.id, call.body),

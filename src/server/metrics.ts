@@ -250,8 +250,15 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 /** `METHOD template`, the method bounded (HTTP/2 lets a client send any token there). */
 export function restOperation(method: string | undefined, template: string): string {
   const known = method !== undefined && METHODS.has(method) ? method : 'OTHER';
-  return `${known} ${template}`;
+  // One string per method and template (both bounded), not a new one per request.
+  let byTemplate = OPERATIONS.get(known);
+  if (!byTemplate) OPERATIONS.set(known, (byTemplate = new Map()));
+  let operation = byTemplate.get(template);
+  if (operation === undefined) byTemplate.set(template, (operation = `${known} ${template}`));
+  return operation;
 }
+
+const OPERATIONS = new Map<string, Map<string, string>>();
 
 function digest(value: string): Buffer {
   return createHash('sha256').update(value).digest();

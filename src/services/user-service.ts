@@ -111,13 +111,15 @@ export class UserService {
   }
 
   /** Reads a user and its caller in one round trip: the admin or the user themself see it, nobody else. */
-  async get(caller: AccountCaller, id: string): Promise<UserDto> {
-    const rows = await this.users.findByIds(caller.userId === id ? [id] : [caller.userId, id]);
-    const self = rows.find((row) => row.id === caller.userId);
-    if (!self) throw new AppError('unauthenticated', 'Unauthorized');
-    const target = rows.find((row) => row.id === id);
-    if (!target || !(self.is_admin || self.id === id)) throw notFound();
-    return toUserDto(target);
+  get(caller: AccountCaller, id: string): Promise<UserDto> {
+    // No async layer of its own: the hottest read (every GET by id, every user principal).
+    return this.users.findByIds(caller.userId === id ? [id] : [caller.userId, id]).then((rows) => {
+      const self = rows.find((row) => row.id === caller.userId);
+      if (!self) throw new AppError('unauthenticated', 'Unauthorized');
+      const target = rows.find((row) => row.id === id);
+      if (!target || !(self.is_admin || self.id === id)) throw notFound();
+      return toUserDto(target);
+    });
   }
 
   /** Applies exactly the fields present in `input`. */
