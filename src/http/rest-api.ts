@@ -258,7 +258,6 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const body = operation.requestBody ? await readJsonBody(req, limit) : hasBody ? await readBody(req, limit).then(() => undefined) : undefined;
       const security = authenticate(operation, req.headers);
       call.security = security instanceof Promise ? await security : security;
-      const request = { method, path, query, headers: req.headers as Record<string, string>, body };
       const parts = requestParts.get(call.operationId);
       // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
       // compiled per call); a request with no query string and no body, to an operation with no
@@ -266,7 +265,7 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const validation =
         parts && query === '' && body === undefined && !parts.headerOrCookieParameters
           ? validateParameters(api, operation, parts.pathParameters(normalizedPath) ?? {}, req.headers)
-          : api.validator.validateRequest(request, operation);
+          : api.validator.validateRequest({ method, path, query, headers: req.headers as Record<string, string>, body }, operation);
       if (validation.errors) {
         if (onlyPathInvalid(validation.errors, operation)) throw new ContractRefusal('not_found');
         throw new ContractRefusal('invalid_argument', { violations: violationsOf(validation.errors) });

@@ -37,6 +37,9 @@ import { grpcHealthModule } from '../handlers/grpc-health.js';
 import { requestLogFields } from '../logger.js';
 import { createContextValues } from '@connectrpc/connect';
 
+/** The log fields of a request served while the logger writes nothing (never read). */
+const NO_LOG_FIELDS: Record<string, string> = Object.freeze({});
+
 export interface BuildOverrides {
   /** An already opened database (tests pass one made from a migrated template). */
   database?: Database;
@@ -129,12 +132,14 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     // in every log line written while serving it.
     const trace = traceContextOf(req.headers.traceparent);
     res.setHeader('traceparent', formatTraceparent(trace));
-    const logFields = traceLogFields(trace);
     // HTTP/1.1 and HTTP/2 REST: the fields reach every log line through AsyncLocalStorage, whose
     // first use turns on Node 20's promise hooks for every later promise (~10% of a REST read's CPU).
-    // A logger that writes no line at all (LOG_LEVEL=silent) has nothing to carry them to.
-    if (logger.isLevelEnabled('fatal')) requestLogFields.run(logFields, () => serve(req, res, requestId, started, logFields));
-    else serve(req, res, requestId, started, logFields);
+    // A logger that writes no line at all (LOG_LEVEL=silent) has nothing to carry them to (and no
+    // fields object is made).
+    if (logger.isLevelEnabled('fatal')) {
+      const logFields = traceLogFields(trace);
+      requestLogFields.run(logFields, () => serve(req, res, requestId, started, logFields));
+    } else serve(req, res, requestId, started, NO_LOG_FIELDS);
   };
 
   const serve = (req: NodeRequest, res: NodeResponse, requestId: string, started: number, logFields: Record<string, string>): void => {
@@ -188,7 +193,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         (performance.now() - started) / 1000,
       );
     };
-    res.once('finish', () => {
+    // A response finishes once: `on`, without once's wrapper per request.
+    res.on('finish', () => {
       if (typeof route === 'string') finished(route);
       else void route.then(finished);
     });
