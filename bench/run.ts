@@ -71,7 +71,8 @@ async function benchPostgres(): Promise<void> {
     console.log(`  raw node:http + pg      ${report(baseline)}`);
     console.log(`  full stack (users API)  ${report(ours)}`);
     console.log(`  ratio full/raw          ${ratio.toFixed(2)}   (median of the runs' ratios; target >= ${RATIO_TARGET})`);
-    if (!(ratio >= RATIO_TARGET)) missed.push(`PostgreSQL full/raw ${ratio.toFixed(2)} < ${RATIO_TARGET}`);
+    // Three decimals: a ratio just under the target must not read as the target.
+    if (!(ratio >= RATIO_TARGET)) missed.push(`PostgreSQL full/raw ${ratio.toFixed(3)} < ${RATIO_TARGET}`);
   } finally {
     await stopAll(children);
     await database.drop();

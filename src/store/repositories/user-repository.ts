@@ -19,21 +19,17 @@ const FIND_BY_IDS = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY(?::u
 const FIND_BY_IDS_PG = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY($1::uuid[])`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A pg client as knex's pool hands it out (its callback form: no promise of pg's own per query). */
-interface PooledConnection {
-  query(config: FindByIdsStatement, callback: (error: Error | undefined, result: { rows: unknown[] }) => void): void;
+/** pg's Query (a submittable: pg neither copies its config nor wraps it in a promise of its own). */
+interface PgQuery {
+  name?: string;
 }
+type PgQueryClass = new (text: string, values: unknown[], callback: (error: Error | undefined, result: { rows: unknown[] }) => void) => PgQuery;
 
-/**
- * The named statement's query config: name and text on the prototype, so pg's per-query copy of the
- * config (property descriptors, ~2% of a read's CPU with three own properties) copies the values only.
- */
-class FindByIdsStatement {
-  declare readonly name: string;
-  declare readonly text: string;
-  constructor(readonly values: [string[]]) {}
+/** A pg client as knex's pool hands it out; its class carries pg's `Query` (`Client.Query`). */
+interface PooledConnection {
+  query(query: PgQuery): void;
+  constructor: { Query?: PgQueryClass };
 }
-Object.defineProperties(FindByIdsStatement.prototype, { name: { value: 'users.findByIds' }, text: { value: FIND_BY_IDS_PG } });
 
 /** knex's client for `pg`: its pool (limits, validation, acquire timeout), without the query runner. */
 interface PgPool {
@@ -154,15 +150,24 @@ export class SignInFailureRepository {
   }
 }
 
-/** Runs `findByIds` on a pooled connection and gives the connection back as soon as pg answers. */
+/**
+ * Runs `findByIds` on a pooled connection and gives the connection back as soon as pg answers. The
+ * query is pg's own Query object, given its statement name (prepared once per connection): pg copies
+ * a plain config object by property descriptors and wraps it in a promise with a stack-capturing
+ * catch, per query. The client's query timeout applies as to any query.
+ */
 function queryPooled(pool: PgPool, connection: PooledConnection, ids: string[]): Promise<UserRow[]> {
   return new Promise((resolve, reject) => {
     try {
-      connection.query(new FindByIdsStatement([ids]), (error, result) => {
+      const Query = connection.constructor.Query;
+      if (!Query) throw new Error('the pg client has no Query class');
+      const query = new Query(FIND_BY_IDS_PG, [ids], (error, result) => {
         void pool.releaseConnection(connection);
         if (error) reject(error);
         else resolve(result.rows as UserRow[]);
       });
+      query.name = 'users.findByIds';
+      connection.query(query);
     } catch (error) {
       void pool.releaseConnection(connection);
       reject(error);
