@@ -17,6 +17,8 @@ export interface UserRow {
 const COLUMNS = ['id', 'name', 'password_hash', 'is_admin', 'onboarding_done', 'profile_picture', 'settings'] as const;
 const FIND_BY_IDS = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY(?::uuid[])`;
 const FIND_BY_IDS_PG = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY($1::uuid[])`;
+/** One id (a user reading themself, every user principal): no array for PostgreSQL to decode and scan. */
+const FIND_BY_ID_PG = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = $1::uuid`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** pg's Query (a submittable: pg neither copies its config nor wraps it in a promise of its own). */
@@ -161,12 +163,13 @@ function queryPooled(pool: PgPool, connection: PooledConnection, ids: string[]):
     try {
       const Query = connection.constructor.Query;
       if (!Query) throw new Error('the pg client has no Query class');
-      const query = new Query(FIND_BY_IDS_PG, [ids], (error, result) => {
+      const one = ids.length === 1;
+      const query = new Query(one ? FIND_BY_ID_PG : FIND_BY_IDS_PG, [one ? ids[0] : ids], (error, result) => {
         void pool.releaseConnection(connection);
         if (error) reject(error);
         else resolve(result.rows as UserRow[]);
       });
-      query.name = 'users.findByIds';
+      query.name = one ? 'users.findById' : 'users.findByIds';
       connection.query(query);
     } catch (error) {
       void pool.releaseConnection(connection);
