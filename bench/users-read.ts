@@ -48,8 +48,8 @@ export function wrk(port: number, path: string, token: string, seconds: number, 
 }
 
 /** An authenticated GET under wrk --latency: throughput and p99. Any non-2xx fails the run. */
-export function wrkRun(port: number, path: string, token: string, seconds: number, prefix: string[] = []): WrkResult {
-  const args = ['wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`];
+export function wrkRun(port: number, path: string, token: string, seconds: number, prefix: string[] = [], connections = CONNECTIONS): WrkResult {
+  const args = ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-H', `Authorization: Bearer ${token}`, `http://127.0.0.1:${port}${path}`];
   const [command = 'wrk', ...rest] = [...prefix, ...args];
   const output = execFileSync(command, rest, { encoding: 'utf8' });
   if (/Non-2xx/.test(output)) throw new Error(`non-2xx answers during the run:\n${output}`);
