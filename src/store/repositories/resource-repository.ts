@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { pooledRead, type PooledStatement } from '../pooled-read.js';
 
 /** A stored resource (instance, project, service account): the protobuf message plus lookup columns. */
 export interface ResourceRow {
@@ -24,20 +25,22 @@ function normalize(row: Record<string, unknown>): ResourceRow {
  * Every method takes an optional transaction.
  */
 export class ResourceRepository {
-  /** The read behind every Get: plain SQL, `$1` for the driver, `?` for Knex inside a transaction. */
-  private readonly findByIdSql: { driver: string; knex: string };
+  /** The read behind every Get: plain SQL, `$1` on a pooled connection, `?` for Knex inside a transaction. */
+  private readonly findByIdSql: { pooled: PooledStatement; knex: string };
 
   constructor(
     private readonly knex: Knex,
     readonly table: 'compute_instances' | 'iam_projects' | 'iam_service_accounts',
   ) {
     const sql = `SELECT ${COLUMNS.join(', ')} FROM ${table} WHERE id = `;
-    this.findByIdSql = { driver: `${sql}$1`, knex: `${sql}?` };
+    this.findByIdSql = { pooled: { text: `${sql}$1` }, knex: `${sql}?` };
   }
 
   async findById(id: string, trx: Knex = this.knex): Promise<ResourceRow | undefined> {
     const rows =
-      trx === this.knex ? await pooledRead(this.knex, this.findByIdSql.driver, [id]) : (await trx.raw<QueryResult>(this.findByIdSql.knex, [id])).rows;
+      trx === this.knex
+        ? await pooledRead<Record<string, unknown>>(this.knex, this.findByIdSql.pooled, [id])
+        : (await trx.raw<QueryResult>(this.findByIdSql.knex, [id])).rows;
     const row = rows[0];
     return row ? normalize(row) : undefined;
   }
@@ -94,30 +97,4 @@ export class ResourceRepository {
 
 interface QueryResult {
   rows: Record<string, unknown>[];
-}
-
-/** What Knex's client does for every query: take a pooled connection, run the SQL through the dialect's driver call, give it back. */
-interface KnexDriverClient {
-  acquireConnection(): Promise<unknown>;
-  releaseConnection(connection: unknown): Promise<void>;
-  _query(connection: unknown, query: { sql: string; bindings: unknown[] }): Promise<{ response: QueryResult }>;
-}
-
-/**
- * One statement outside a transaction, straight on a connection of Knex's own pool: the same pool
- * (size, acquire timeout, validation), connection settings (statement_timeout, query_timeout) and
- * dialect call (pg's `query`, PGlite's prepared statements) as any Knex query, without the query
- * builder and runner around them (events, binding rewrites, compile, response post-processing).
- * Measured: ~50 µs of the ~310 µs CPU an InstanceService.Get cost (docs/architecture.md, gRPC).
- * SQL takes the driver's `$1` placeholders.
- */
-async function pooledRead(knex: Knex, sql: string, bindings: unknown[]): Promise<Record<string, unknown>[]> {
-  const client = knex.client as KnexDriverClient;
-  const connection = await client.acquireConnection();
-  try {
-    return (await client._query(connection, { sql, bindings })).response.rows;
-  } finally {
-    // Knex's release is synchronous (its promise is already resolved): awaiting it only costs a tick.
-    void client.releaseConnection(connection);
-  }
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { affectedRows } from '../affected-rows.js';
+import { pooledRead, type PooledStatement } from '../pooled-read.js';
 import type { components } from '../../../generated/openapi/users.js';
 
 export type Settings = components['schemas']['Settings'];
@@ -16,52 +17,24 @@ export interface UserRow {
 
 const COLUMNS = ['id', 'name', 'password_hash', 'is_admin', 'onboarding_done', 'profile_picture', 'settings'] as const;
 const FIND_BY_IDS = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY(?::uuid[])`;
-const FIND_BY_IDS_PG = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY($1::uuid[])`;
-/** One id (a user reading themself, every user principal): no array for PostgreSQL to decode and scan. */
-const FIND_BY_ID_PG = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = $1::uuid`;
+/** The pooled reads of `findByIds` (named: prepared once per connection); one id needs no array for PostgreSQL to decode and scan. */
+const FIND_BY_IDS_POOLED: PooledStatement = { name: 'users.findByIds', text: `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY($1::uuid[])` };
+const FIND_BY_ID_POOLED: PooledStatement = { name: 'users.findById', text: `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = $1::uuid` };
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** pg's Query (a submittable: pg neither copies its config nor wraps it in a promise of its own). */
-interface PgQuery {
-  name?: string;
-}
-type PgQueryClass = new (text: string, values: unknown[], callback: (error: Error | undefined, result: { rows: unknown[] }) => void) => PgQuery;
-
-/** A pg client as knex's pool hands it out; its class carries pg's `Query` (`Client.Query`). */
-interface PooledConnection {
-  query(query: PgQuery): void;
-  constructor: { Query?: PgQueryClass };
-}
-
-/** knex's client for `pg`: its pool (limits, validation, acquire timeout), without the query runner. */
-interface PgPool {
-  acquireConnection(): Promise<PooledConnection>;
-  releaseConnection(connection: PooledConnection): Promise<void>;
-}
 
 /** SQL for user accounts; every method takes an optional transaction. */
 export class UserRepository {
-  /** PostgreSQL only (PGlite's knex client goes through knex): the pool the hottest read borrows a pg client from. */
-  private readonly pgPool: PgPool | undefined;
-
-  constructor(private readonly knex: Knex) {
-    const client = knex.client as { config?: { client?: unknown } } & Partial<PgPool>;
-    this.pgPool = client.config?.client === 'pg' && typeof client.acquireConnection === 'function' ? (client as PgPool) : undefined;
-  }
+  constructor(private readonly knex: Knex) {}
 
   /** Finds users by id in one round trip; ids that are not UUIDs simply match nothing. */
   findByIds(ids: string[], trx: Knex = this.knex): Promise<UserRow[]> {
     const valid = ids.filter((id) => UUID.test(id));
     if (valid.length === 0) return Promise.resolve([]);
-    // The hottest read of the API (every GET /api/users/{id}, every user principal): plain SQL on a
-    // pg client of knex's own pool skips the query builder and runner (~10% of the request's CPU on
-    // PostgreSQL: binding rewriting, runner promises, response processing). The pool's limits,
-    // validation and acquire timeout, and the client's query timeout, still apply. It is a named
-    // statement: each pooled connection parses and plans it once (PostgreSQL's backend shares the
-    // server's cores; re-parsing the SQL per request was its largest cost), then binds and executes.
-    const pool = trx === this.knex ? this.pgPool : undefined;
-    if (pool) return pool.acquireConnection().then((connection) => queryPooled(pool, connection, valid));
-    return trx.raw<{ rows: UserRow[] }>(FIND_BY_IDS, [valid]).then(({ rows }) => rows);
+    // The hottest read of the API (every GET /api/users/{id}, every user principal): a named statement
+    // on a connection of knex's own pool (PostgreSQL's backend shares the server's cores; re-parsing
+    // the SQL per request was its largest cost). A transaction's reads stay on its connection.
+    if (trx !== this.knex) return trx.raw<{ rows: UserRow[] }>(FIND_BY_IDS, [valid]).then(({ rows }) => rows);
+    return valid.length === 1 ? pooledRead<UserRow>(this.knex, FIND_BY_ID_POOLED, valid) : pooledRead<UserRow>(this.knex, FIND_BY_IDS_POOLED, [valid]);
   }
 
   async findById(id: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
@@ -150,30 +123,4 @@ export class SignInFailureRepository {
   async clear(key: string): Promise<void> {
     await this.knex('sign_in_failures').where({ key }).delete();
   }
-}
-
-/**
- * Runs `findByIds` on a pooled connection and gives the connection back as soon as pg answers. The
- * query is pg's own Query object, given its statement name (prepared once per connection): pg copies
- * a plain config object by property descriptors and wraps it in a promise with a stack-capturing
- * catch, per query. The client's query timeout applies as to any query.
- */
-function queryPooled(pool: PgPool, connection: PooledConnection, ids: string[]): Promise<UserRow[]> {
-  return new Promise((resolve, reject) => {
-    try {
-      const Query = connection.constructor.Query;
-      if (!Query) throw new Error('the pg client has no Query class');
-      const one = ids.length === 1;
-      const query = new Query(one ? FIND_BY_ID_PG : FIND_BY_IDS_PG, [one ? ids[0] : ids], (error, result) => {
-        void pool.releaseConnection(connection);
-        if (error) reject(error);
-        else resolve(result.rows as UserRow[]);
-      });
-      query.name = one ? 'users.findById' : 'users.findByIds';
-      connection.query(query);
-    } catch (error) {
-      void pool.releaseConnection(connection);
-      reject(error);
-    }
-  });
 }
