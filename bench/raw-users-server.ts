@@ -8,6 +8,7 @@
  * request. BENCH_RAW_PREPARED=0 sends it unnamed, as a plain `pool.query(text, values)` (a reference).
  */
 import http from 'node:http';
+import type { BenchUser } from './users-read.js';
 
 const SQL = 'SELECT id, name, is_admin, onboarding_done, profile_picture, settings FROM users WHERE id = $1';
 type Row = { id: string; name: string; is_admin: boolean; onboarding_done: boolean; profile_picture: string; settings: unknown };
@@ -52,14 +53,7 @@ async function openPglite(): Promise<(id: string) => Promise<Row[]>> {
   const startParams = pgliteStartParams(16);
   await initPgliteDataDir(dataDir, startParams);
   const pglite = await PGlite.create({ dataDir, startParams });
-  const user = JSON.parse(process.env.BENCH_USER ?? '{}') as {
-    id: string;
-    name: string;
-    isAdmin: boolean;
-    onboardingDone: boolean;
-    profilePicture: string;
-    settings: unknown;
-  };
+  const user = JSON.parse(process.env.BENCH_USER ?? '{}') as BenchUser;
   // The users table as the server's migration makes it (the columns read, the primary key).
   await pglite.exec(`CREATE TABLE users (id uuid PRIMARY KEY, name text NOT NULL, password_hash text NOT NULL, is_admin boolean NOT NULL,
     onboarding_done boolean NOT NULL, profile_picture text NOT NULL, settings jsonb NOT NULL)`);

@@ -1,6 +1,7 @@
 /** What `npm run bench` and `npm run bench:workers` share: the user read they measure, its settings and wrk. */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { components } from '../generated/openapi/users.js';
 
 export const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -15,15 +16,8 @@ export function requireWrk(script: string): void {
   }
 }
 
-/** The wire shape of the user the benchmark reads (GET /api/users/{id}). */
-export interface BenchUser {
-  id: string;
-  name: string;
-  isAdmin: boolean;
-  onboardingDone: boolean;
-  profilePicture: string;
-  settings: unknown;
-}
+/** The wire shape of the user the benchmark reads (GET /api/users/{id}), as the contract types it. */
+export type BenchUser = components['schemas']['UserDto'];
 
 /** Signs in the first admin (created by that sign-in) on a fresh database: the token and the user to read. */
 export async function prepareUser(port: number): Promise<{ token: string; userId: string; user: BenchUser }> {
