@@ -1,4 +1,4 @@
-import { parse, protocol, type messages, type PGlite, type Results } from '@electric-sql/pglite';
+import { parse, protocol, types, type messages, type PGlite, type Results } from '@electric-sql/pglite';
 
 type BackendMessage = messages.BackendMessage;
 const { serialize } = protocol;
@@ -11,10 +11,19 @@ const MAX_PREPARED = 128;
 /** Command tags after which a prepared statement's plan or result shape may be stale (DDL). */
 const SCHEMA_CHANGING = /^(CREATE|ALTER|DROP|TRUNCATE|COMMENT|GRANT|REVOKE|REINDEX|CLUSTER|VACUUM|IMPORT|SECURITY|REFRESH)\b/;
 
+interface Job {
+  sql: string;
+  bindings: readonly unknown[];
+  resolve(result: Results): void;
+  reject(error: unknown): void;
+}
+
 interface Prepared {
   name: string;
   /** Parameter type OIDs from the statement's ParameterDescription: how each value is serialised. */
   paramTypes: number[];
+  /** When it last ran (the statements' use counter). */
+  used: number;
 }
 
 /**
@@ -24,62 +33,179 @@ interface Prepared {
  * with parameters is prepared once under a name (Parse + Describe, remembered by its text), and each
  * execution is a single Bind + Describe + Execute + Sync message. PGlite's own `execProtocolStream`
  * still runs it, so its parser delivers NOTIFYs to `listen()` callbacks and returns the first
- * error; its own `parseResults` builds the rows, so values are typed exactly as `query()` types them.
+ * error; rows are typed by PGlite's own `types.parseType` with the instance's parsers, so values are
+ * exactly what `query()` answers (`firstResult`).
  *
  * Statements without parameters (DDL, BEGIN/COMMIT) go unnamed, as `query()` sends them. After any
  * schema change every prepared statement is closed, so none keeps a plan or row shape from before it.
- * Everything runs under PGlite's query mutex, the lock `query()` itself takes, so a statement never
- * interleaves with another caller's protocol messages. `syncToFs` is not called: the two filesystems
- * this server opens (a directory, `memory://`) sync nothing there.
+ * `syncToFs` is not called: the two filesystems this server opens (a directory, `memory://`) sync
+ * nothing there.
+ *
+ * Statements queue here in arrival order and run one at a time under PGlite's query mutex, the lock
+ * `query()`, `listen()` and `close()` take, so none interleaves with another caller's protocol
+ * messages. The lock is taken once and kept while statements keep coming, and given back in the
+ * check phase of a turn of the event loop in which the queue stayed empty: taking it per statement
+ * (async-mutex's generator-based `runExclusive`) cost an allocation per statement that V8 kept alive
+ * into the old generation under load, and old-space garbage means mark-compacts, which stalled the
+ * one-core server 50–80 ms each (docs/architecture.md, "The embedded store's query path").
  */
 export class PgliteStatements {
   private readonly prepared = new Map<string, Prepared>();
   private nextName = 0;
+  private uses = 0;
+  /** Statements waiting to run, in arrival order; `head` is the next (taken ones are cleared, not shifted). */
+  private readonly jobs: Array<Job | undefined> = [];
+  private head = 0;
+  /** Gives PGlite's lock back; set while this holds it. */
+  private release: (() => void) | undefined;
+  private acquiring = false;
+  private working = false;
+  /** The check-phase callback that gives the lock back when nothing else came. */
+  private idle: NodeJS.Immediate | undefined;
 
   constructor(private readonly pglite: PGlite) {}
 
   /** The result of one statement, as `PGlite.query` answers it; a database error is thrown as PGlite throws it. */
   run(sql: string, bindings: readonly unknown[]): Promise<Results> {
     if (this.pglite.closed) return Promise.reject(new Error('PGlite is closed'));
-    return this.pglite.runExclusive(async () => {
-      try {
-        const replies = bindings.length === 0 ? await this.unnamed(sql) : await this.named(sql, bindings);
-        return await this.resultOf(replies);
-      } catch (error) {
+    return new Promise<Results>((resolve, reject) => {
+      this.jobs.push({ sql, bindings, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Starts running the queue: at once while the lock is held, else once PGlite's lock is taken. */
+  private pump(): void {
+    if (this.working) return; // the running chain takes the new job
+    if (this.release) {
+      if (this.idle) clearImmediate(this.idle);
+      this.idle = undefined;
+      this.work();
+      return;
+    }
+    if (this.acquiring) return;
+    this.acquiring = true;
+    // The lock `query()` takes (an async-mutex semaphore), held until the queue has stayed empty
+    // through a turn of the event loop rather than taken per statement (see the class comment).
+    this.pglite
+      .runExclusive(
+        () =>
+          new Promise<void>((release) => {
+            this.acquiring = false;
+            this.release = release;
+            this.work();
+          }),
+      )
+      .catch((error: unknown) => {
+        // The lock itself failed (PGlite closing): nothing ran, every waiting statement fails.
+        this.acquiring = false;
+        this.release = undefined;
+        this.failAll(error);
+      });
+  }
+
+  /**
+   * Runs the next queued statement; its settling runs the one after it, in arrival order, one at a
+   * time. Promise callbacks rather than an async loop: an async function's frame per statement is
+   * what V8 promoted to the old generation most under load (see the class comment).
+   */
+  private work(): void {
+    if (this.head >= this.jobs.length) {
+      this.jobs.length = 0;
+      this.head = 0;
+      this.working = false;
+      // Statements queued by the code their predecessors resumed ran in this same microtask chain;
+      // new requests queue theirs from their own I/O callbacks. The lock goes back in the check
+      // phase of this turn if nothing came meanwhile, so `listen()` and `close()` wait at most one
+      // turn of the event loop.
+      this.idle = setImmediate(this.giveBack);
+      return;
+    }
+    this.working = true;
+    const job = this.jobs[this.head]!;
+    this.jobs[this.head++] = undefined;
+    this.execute(job.sql, job.bindings).then(
+      (result) => {
+        job.resolve(result);
+        this.work();
+      },
+      (error: unknown) => {
+        job.reject(error);
+        this.work();
+      },
+    );
+  }
+
+  private readonly giveBack = (): void => {
+    this.idle = undefined;
+    const release = this.release;
+    this.release = undefined;
+    release?.();
+    // Anything queued while the lock was on its way back waits for it again, behind other waiters.
+    if (this.head < this.jobs.length) this.pump();
+  };
+
+  private failAll(error: unknown): void {
+    const jobs = this.jobs.slice(this.head);
+    this.jobs.length = 0;
+    this.head = 0;
+    for (const job of jobs) job?.reject(error);
+  }
+
+  /** One statement, under the lock this holds. */
+  private execute(sql: string, bindings: readonly unknown[]): Promise<Results> {
+    let replies: Promise<BackendMessage[]>;
+    try {
+      if (this.pglite.closed) throw new Error('PGlite is closed');
+      replies = bindings.length === 0 ? this.unnamed(sql) : this.named(sql, bindings);
+    } catch (error) {
+      replies = Promise.reject(error);
+    }
+    return replies.then(
+      (messages) => this.resultOf(messages),
+      (error: unknown) => {
         // The fields PGlite's query() adds to a database error.
         if (error instanceof Error && 'code' in error) Object.assign(error, { query: sql, params: bindings, queryOptions: undefined });
         throw error;
-      }
-    });
+      },
+    );
   }
 
   private unnamed(sql: string): Promise<BackendMessage[]> {
     return this.exec([serialize.parse({ text: sql }), serialize.bind({}), DESCRIBE_EXECUTE_SYNC]);
   }
 
-  private async named(sql: string, bindings: readonly unknown[]): Promise<BackendMessage[]> {
-    const statement = this.prepared.get(sql) ?? (await this.prepare(sql));
-    // Most recently used last: eviction takes the first.
-    this.prepared.delete(sql);
-    this.prepared.set(sql, statement);
+  private named(sql: string, bindings: readonly unknown[]): Promise<BackendMessage[]> {
+    const statement = this.prepared.get(sql);
+    if (!statement) return this.prepare(sql).then((prepared) => this.bound(sql, prepared, bindings));
+    return this.bound(sql, statement, bindings);
+  }
+
+  private bound(sql: string, statement: Prepared, bindings: readonly unknown[]): Promise<BackendMessage[]> {
+    // Least recently used is closed first (a counter, not a re-insertion into the map per execution).
+    statement.used = ++this.uses;
     const values = bindings.map((value, index) => this.serialised(value, statement.paramTypes[index]));
-    try {
-      return await this.exec([bindMessage(statement.name, values), DESCRIBE_EXECUTE_SYNC]);
-    } catch (error) {
+    return this.exec([bindMessage(statement.name, values), DESCRIBE_EXECUTE_SYNC]).catch(async (error: unknown) => {
       // A statement the backend no longer knows or can no longer run as planned is prepared afresh next time.
       const code = (error as { code?: unknown }).code;
       if (code === '26000' || code === '0A000') await this.close([sql]);
       throw error;
-    }
+    });
   }
 
   private async prepare(sql: string): Promise<Prepared> {
     const name = `cfs_${(this.nextName++).toString(36)}`;
     const replies = await this.exec([serialize.parse({ name, text: sql }), serialize.describe({ type: 'S', name }), serialize.sync()]);
-    const statement = { name, paramTypes: parse.parseDescribeStatementResults(replies) };
+    const statement = { name, paramTypes: parse.parseDescribeStatementResults(replies), used: ++this.uses };
     this.prepared.set(sql, statement);
-    if (this.prepared.size > MAX_PREPARED) await this.close([this.prepared.keys().next().value as string]);
+    if (this.prepared.size > MAX_PREPARED) await this.close([this.leastRecentlyUsed()]);
     return statement;
+  }
+
+  private leastRecentlyUsed(): string {
+    let oldest: [string, Prepared] | undefined;
+    for (const entry of this.prepared) if (!oldest || entry[1].used < oldest[1].used) oldest = entry;
+    return oldest![0];
   }
 
   private serialised(value: unknown, oid: number | undefined): string | null {
@@ -88,10 +214,14 @@ export class PgliteStatements {
     return serializer ? serializer(value) : String(value);
   }
 
-  private async resultOf(replies: BackendMessage[]): Promise<Results> {
+  private resultOf(replies: BackendMessage[]): Results | Promise<Results> {
     const tag = replies.find((message): message is messages.CommandCompleteMessage => message.name === 'commandComplete');
-    if (tag && SCHEMA_CHANGING.test(tag.text)) await this.close([...this.prepared.keys()]);
-    return parse.parseResults(replies, this.pglite.parsers)[0] ?? { rows: [], fields: [], affectedRows: 0 };
+    if (tag && SCHEMA_CHANGING.test(tag.text)) return this.close([...this.prepared.keys()]).then(() => this.parsed(replies));
+    return this.parsed(replies);
+  }
+
+  private parsed(replies: BackendMessage[]): Results {
+    return firstResult(replies, this.pglite.parsers);
   }
 
   /** Closes prepared statements (deallocating them is not transactional, so this is safe at any point). */
@@ -109,6 +239,48 @@ export class PgliteStatements {
   private exec(parts: Uint8Array[]): Promise<BackendMessage[]> {
     return this.pglite.execProtocolStream(concat(parts), { syncToFs: false });
   }
+}
+
+type Parsers = PGlite['parsers'];
+const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE']);
+
+/**
+ * The first result of a reply, exactly as PGlite's `parse.parseResults(replies, parsers)[0]` builds it
+ * (rows as objects keyed by column name, each value through `types.parseType` with the instance's
+ * parsers; command, affectedRows, rowCount), in a plain loop. PGlite's own (forEach with closures,
+ * `Object.fromEntries`, an object spread per result) left ~1 KB per statement that V8's scavenger
+ * kept alive and promoted to the old generation under load — the old-space garbage behind the
+ * mark-compacts that stalled the server for 50–80 ms (docs/architecture.md, PGlite section);
+ * this loop's garbage dies young.
+ */
+export function firstResult(replies: readonly BackendMessage[], parsers: Parsers): Results {
+  let fields: Array<{ name: string; dataTypeID: number }> = [];
+  const rows: Array<Record<string, unknown>> = [];
+  for (const message of replies) {
+    if (message.name === 'rowDescription') {
+      fields = (message as messages.RowDescriptionMessage).fields.map((field) => ({ name: field.name, dataTypeID: field.dataTypeID }));
+    } else if (message.name === 'dataRow') {
+      const values = (message as messages.DataRowMessage).fields;
+      const row: Record<string, unknown> = {};
+      for (let index = 0; index < values.length; index++) {
+        const field = fields[index]!;
+        const value: unknown = types.parseType(values[index] ?? null, field.dataTypeID, parsers);
+        // A column named __proto__ is an own property, as Object.fromEntries makes it.
+        if (field.name === '__proto__') Object.defineProperty(row, field.name, { value, writable: true, enumerable: true, configurable: true });
+        else row[field.name] = value;
+      }
+      rows.push(row);
+    } else if (message.name === 'commandComplete') {
+      const words = (message as messages.CommandCompleteMessage).text.split(' ');
+      const command = words[0]!;
+      const count = parseInt(words[words.length - 1]!, 10);
+      const result: Results = { rows, fields, command, affectedRows: COUNTED.has(command) ? count : 0 } as Results;
+      if (!Number.isNaN(count)) (result as { rowCount?: number }).rowCount = count;
+      return result;
+    }
+  }
+  // The statement completed nothing (an empty query): what parseResults answers.
+  return { affectedRows: 0, rows: [], fields: [] };
 }
 
 /**
