@@ -113,7 +113,8 @@ export interface RestApiOptions {
 export interface RestApi {
   /** The contract engine; tests use `api.validateResponse` against it. */
   api: OpenAPIBackend;
-  handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string>;
+  /** Answers a request (the reply is written when ready; nothing rejects) and returns its route template, for the request log. */
+  handle(req: NodeRequest, res: NodeResponse, requestId: string): string;
 }
 
 /**
@@ -228,7 +229,13 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     return accepted(requirements, results);
   }
 
-  async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
+  /**
+   * Answers one request and returns its route template at once: the reply is written when it is
+   * ready, and nothing here rejects (every failure becomes the API's own error reply). A request
+   * without a body to read, with a cached token, goes through without a promise of the engine's
+   * own: the handler's promise is the only one (docs/architecture.md, REST step table).
+   */
+  function handle(req: NodeRequest, res: NodeResponse, requestId: string): string {
     const url = req.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt === -1 ? url : url.slice(0, queryAt);
@@ -246,7 +253,17 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       requestId,
       security: {},
     };
-    let reply: RestReply;
+    const send = (reply: RestReply) => {
+      try {
+        sendReply(res, reply, options.commonHeaders, head);
+      } catch (error) {
+        // A reply that cannot be written (a body JSON cannot encode): a generic 500, the cause logged.
+        options.onError?.(error, requestId);
+        if (!res.headersSent) sendReply(res, options.renderError(new AppError('internal', 'Internal Server Error')), options.commonHeaders, head);
+      }
+    };
+    const fail = (error: unknown) => send(errorReply(error, requestId));
+    let reply: RestReply | Promise<RestReply>;
     try {
       const normalizedPath = normalizePath(path);
       const operation = match(method, normalizedPath);
@@ -255,39 +272,74 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
       const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
-      const body = operation.requestBody ? await readJsonBody(req, limit) : hasBody ? await readBody(req, limit).then(() => undefined) : undefined;
-      const security = authenticate(operation, req.headers);
-      call.security = security instanceof Promise ? await security : security;
-      const parts = requestParts.get(call.operationId);
-      // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
-      // compiled per call); a request with no query string and no body, to an operation with no
-      // header or cookie parameters, gets the very object it would build, from precompiled parts.
-      const validation =
-        parts && query === '' && body === undefined && !parts.headerOrCookieParameters
-          ? validateParameters(api, operation, parts.pathParameters(normalizedPath) ?? {}, req.headers)
-          : api.validator.validateRequest({ method, path, query, headers: req.headers as Record<string, string>, body }, operation);
-      if (validation.errors) {
-        if (onlyPathInvalid(validation.errors, operation)) throw new ContractRefusal('not_found');
-        throw new ContractRefusal('invalid_argument', { violations: violationsOf(validation.errors) });
-      }
-      call.params = (validation.coerced?.params ?? {}) as Record<string, string>;
-      call.query = (validation.coerced?.query ?? {}) as Record<string, unknown>;
-      call.body = body;
-      rejectNulCharacters(call, operation);
-      const handler = handlers.get(call.operationId);
-      if (!handler) throw new AppError('internal', `no handler for ${call.operationId}`);
-      reply = await handler(call);
+      if (operation.requestBody || hasBody) {
+        const body = operation.requestBody ? readJsonBody(req, limit) : readBody(req, limit).then(() => undefined);
+        reply = body.then((value) => authorized(operation, call, method, path, normalizedPath, query, value));
+      } else reply = authorized(operation, call, method, path, normalizedPath, query, undefined);
     } catch (error) {
-      // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
-      const appError =
-        error instanceof URIError
-          ? new ContractRefusal('invalid_argument', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] })
-          : toAppError(error);
-      if (appError.code === 'internal') options.onError?.(error, requestId);
-      reply = options.renderError(appError);
+      reply = errorReply(error, requestId);
     }
-    sendReply(res, reply, options.commonHeaders, head);
+    if (reply instanceof Promise) reply.then(send, fail);
+    else send(reply);
     return (call.operationId && templates.get(call.operationId)) || 'unmatched';
+  }
+
+  /** The contract's security, then validation and the handler: a promise only where a step has one. */
+  function authorized(
+    operation: Operation,
+    call: RestCall,
+    method: string,
+    path: string,
+    normalizedPath: string,
+    query: string,
+    body: unknown,
+  ): RestReply | Promise<RestReply> {
+    const security = authenticate(operation, call.headers);
+    if (security instanceof Promise) return security.then((results) => validatedCall(operation, call, results, method, path, normalizedPath, query, body));
+    return validatedCall(operation, call, security, method, path, normalizedPath, query, body);
+  }
+
+  function validatedCall(
+    operation: Operation,
+    call: RestCall,
+    security: Record<string, unknown>,
+    method: string,
+    path: string,
+    normalizedPath: string,
+    query: string,
+    body: unknown,
+  ): RestReply | Promise<RestReply> {
+    call.security = security;
+    const parts = requestParts.get(call.operationId);
+    // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
+    // compiled per call); a request with no query string and no body, to an operation with no
+    // header or cookie parameters, gets the very object it would build, from precompiled parts.
+    const validation =
+      parts && query === '' && body === undefined && !parts.headerOrCookieParameters
+        ? validateParameters(api, operation, parts.pathParameters(normalizedPath) ?? {}, call.headers)
+        : api.validator.validateRequest({ method, path, query, headers: call.headers as Record<string, string>, body }, operation);
+    if (validation.errors) {
+      if (onlyPathInvalid(validation.errors, operation)) throw new ContractRefusal('not_found');
+      throw new ContractRefusal('invalid_argument', { violations: violationsOf(validation.errors) });
+    }
+    call.params = (validation.coerced?.params ?? {}) as Record<string, string>;
+    call.query = (validation.coerced?.query ?? {}) as Record<string, unknown>;
+    call.body = body;
+    rejectNulCharacters(call, operation);
+    const handler = handlers.get(call.operationId);
+    if (!handler) throw new AppError('internal', `no handler for ${call.operationId}`);
+    return handler(call);
+  }
+
+  /** A failure in this API's own error shape; unexpected ones are logged with the request id. */
+  function errorReply(error: unknown, requestId: string): RestReply {
+    // openapi-backend decodes path and query with decodeURIComponent: bad percent-encoding is the client's error.
+    const appError =
+      error instanceof URIError
+        ? new ContractRefusal('invalid_argument', { violations: [{ field: 'path', message: 'is not valid percent-encoding' }] })
+        : toAppError(error);
+    if (appError.code === 'internal') options.onError?.(error, requestId);
+    return options.renderError(appError);
   }
 
   return { api, handle };

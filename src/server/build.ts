@@ -144,7 +144,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
 
   const serve = (req: NodeRequest, res: NodeResponse, requestId: string, started: number, logFields: Record<string, string>): void => {
     const url = req.url ?? '/';
-    const path = url.split('?', 1)[0] ?? url;
+    const queryAt = url.indexOf('?');
+    const path = queryAt === -1 ? url : url.slice(0, queryAt);
     let route: string | Promise<string>;
     let protocol: RequestProtocol = req.httpVersionMajor === 2 ? 'h2' : 'http1';
     // The metric's operation: a template or a known RPC, so a client cannot mint new series. Unset:
@@ -155,13 +156,20 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     if (cors && !owner?.corsExempt?.(path) && cors.handle(req, res)) {
       route = 'CORS preflight';
     } else if (owner) {
-      route = Promise.resolve(owner.handle(req, res, requestId)).catch((error: unknown) => {
+      const failed = (error: unknown) => {
         onError(error, requestId);
         // In the shape of the API that owns the path, its 5xx as generic as its own answers.
         if (!res.headersSent) sendReply(res, (owner.renderError ?? renderServerError)(toAppError(error), path), undefined, req.method === 'HEAD');
         operation = () => restOperation(req.method, 'failed');
         return path;
-      });
+      };
+      // A contract engine answers its template at once (no promise per request); other pages may take one.
+      try {
+        const handled = owner.handle(req, res, requestId);
+        route = typeof handled === 'string' ? handled : handled.catch(failed);
+      } catch (error) {
+        route = failed(error);
+      }
     } else if (isRpcPath(path)) {
       // RPC interceptors read the request id from the request: hand them the one this response carries.
       req.headers['x-request-id'] = requestId;

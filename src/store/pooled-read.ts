@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import knexModule, { type Knex } from 'knex';
 
 /** A read for `pooledRead`: SQL with the driver's `$1` placeholders, and a statement name to prepare it once per connection (pg). */
 export interface PooledStatement {
@@ -6,9 +6,26 @@ export interface PooledStatement {
   name?: string;
 }
 
+/**
+ * tarn's pool as Knex keeps it (tarn 3): the resources it holds, free and handed out, and the
+ * acquires waiting. Its public counters (`numFree()`, `numUsed()`) are these arrays' lengths.
+ */
+interface TarnPool {
+  destroyed: boolean;
+  max: number;
+  acquireTimeoutMillis: number;
+  pendingCreates: unknown[];
+  free: Array<{ resource: unknown }>;
+  used: Array<{ resource: unknown }>;
+  pendingAcquires: unknown[];
+  pendingValidations: unknown[];
+  release(resource: unknown): boolean;
+}
+
 /** What Knex's client does for every query: take a pooled connection, run the SQL through the dialect's driver call, give it back. */
 interface KnexDriverClient {
   config: { client?: unknown };
+  pool?: TarnPool;
   acquireConnection(): Promise<unknown>;
   releaseConnection(connection: unknown): Promise<void>;
   _query(connection: unknown, query: { sql: string; bindings: unknown[] }): Promise<{ response: { rows: unknown[] } }>;
@@ -22,6 +39,10 @@ type PgQueryClass = new (text: string, values: unknown[], callback: (error: Erro
 interface PgConnection {
   query(query: PgQuery): void;
   constructor: { Query?: PgQueryClass };
+  /** pg: no query running or queued (what the pool's validation checks, src/store/database.ts). */
+  readyForQuery?: boolean;
+  /** Set by Knex on a connection that failed: its validation refuses it. */
+  __knex__disposed?: unknown;
 }
 
 /**
@@ -37,6 +58,10 @@ interface PgConnection {
  */
 export function pooledRead<Row>(knex: Knex, statement: PooledStatement, values: unknown[]): Promise<Row[]> {
   const client = knex.client as KnexDriverClient;
+  if (client.config.client === 'pg' && client.pool) {
+    const reads = hotReadsOf(client, client.pool);
+    return new Promise((resolve, reject) => reads.enqueue({ statement, values, resolve, reject, since: 0 }));
+  }
   return client.acquireConnection().then(
     (connection) =>
       new Promise<Row[]>((resolve, reject) => {
@@ -47,20 +72,178 @@ export function pooledRead<Row>(knex: Knex, statement: PooledStatement, values: 
           else resolve(rows as Row[]);
         };
         try {
-          const Query = client.config.client === 'pg' ? (connection as PgConnection).constructor.Query : undefined;
-          if (Query) {
-            const query = new Query(statement.text, values, (error, result) => done(error, result?.rows));
-            if (statement.name) query.name = statement.name;
-            (connection as PgConnection).query(query);
-          } else {
-            client._query(connection, { sql: statement.text, bindings: values }).then(
-              ({ response }) => done(undefined, response.rows),
-              (error: unknown) => done(error),
-            );
-          }
+          client._query(connection, { sql: statement.text, bindings: values }).then(
+            ({ response }) => done(undefined, response.rows),
+            (error: unknown) => done(error),
+          );
         } catch (error) {
           done(error);
         }
       }),
   );
+}
+
+/** One pooled read waiting for, or running on, a connection. */
+interface HotRead {
+  statement: PooledStatement;
+  values: unknown[];
+  resolve(rows: never[]): void;
+  reject(error: unknown): void;
+  /** When it began to wait (ms, performance.now()), for the acquire timeout. */
+  since: number;
+}
+
+const hotReads = new WeakMap<TarnPool, HotReads>();
+
+function hotReadsOf(client: KnexDriverClient, pool: TarnPool): HotReads {
+  let reads = hotReads.get(pool);
+  if (!reads) hotReads.set(pool, (reads = new HotReads(client, pool)));
+  return reads;
+}
+
+/**
+ * The pooled reads of one Knex pg pool, queued first-come first-served when every connection is in
+ * use, and handed a connection straight from the read that finishes on it — what pg's own Pool does
+ * for `pool.query`. tarn resolves every acquire, an idle connection's too, through two pending
+ * operations (the acquire and its validation), each with a timeout timer and a chain of promises,
+ * and Knex's validation awaits three more: under load, when every read waits for a connection, that
+ * was ~5 µs of a ~70 µs read (docs/architecture.md, REST step table).
+ *
+ * The pool stays the one Knex owns: its size, its connections, its validation. Connections come
+ * from it through Knex's own acquire (as many at once as the pool can grow by, so it grows as it
+ * would) or, when one sits idle, taken as tarn's acquire takes it; they go back with tarn's `release`
+ * unless another read is waiting and no other query waits in tarn's queue (those come first, so a
+ * transaction is never starved by a stream of reads). A read waits at most the pool's acquire
+ * timeout, then fails with Knex's own timeout error, as a Knex query would.
+ */
+class HotReads {
+  private readonly waiting: HotRead[] = [];
+  /** Knex acquires in flight on the queue's behalf. */
+  private acquiring = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: KnexDriverClient,
+    private readonly pool: TarnPool,
+  ) {}
+
+  enqueue(read: HotRead): void {
+    if (this.waiting.length === 0) {
+      const idle = claimIdle(this.pool);
+      if (idle) {
+        this.run(idle, read);
+        return;
+      }
+    }
+    read.since = performance.now();
+    this.waiting.push(read);
+    this.acquire();
+    this.sweeper ??= setInterval(() => this.expire(), Math.max(10, this.pool.acquireTimeoutMillis / 4)).unref();
+  }
+
+  private run(connection: PgConnection, read: HotRead): void {
+    const done = (error: unknown, rows?: unknown[]) => {
+      this.handBack(connection, error === undefined);
+      if (error) read.reject(error);
+      else read.resolve(rows as never[]);
+    };
+    try {
+      const Query = connection.constructor.Query;
+      if (!Query) throw new Error('pg connection without a Query class');
+      const query = new Query(read.statement.text, read.values, (error, result) => done(error ?? undefined, result?.rows));
+      if (read.statement.name) query.name = read.statement.name;
+      connection.query(query);
+    } catch (error) {
+      done(error);
+    }
+  }
+
+  /** A read finished on `connection`: the next waiting read takes it over, or the pool gets it back. */
+  private handBack(connection: PgConnection, succeeded: boolean): void {
+    const next = this.waiting[0];
+    // tarn's queue holds this queue's own acquires and anyone else's: others first.
+    if (next && succeeded && usable(connection) && this.pool.pendingAcquires.length <= this.acquiring && !this.pool.destroyed) {
+      this.waiting.shift();
+      this.run(connection, next);
+      return;
+    }
+    this.pool.release(connection);
+  }
+
+  /**
+   * Knex acquires on the queue's behalf: as many as the pool can still grow by (new connections are
+   * made), and one more to receive what other queries give back to tarn. Reads mostly pass
+   * connections on to each other; an acquire only catches what tarn hands out.
+   */
+  private acquire(): void {
+    const growth = this.pool.max - this.pool.used.length - this.pool.pendingCreates.length;
+    if (this.acquiring >= Math.min(this.waiting.length, 1 + Math.max(0, growth))) return;
+    this.acquiring++;
+    this.client.acquireConnection().then(
+      (connection) => {
+        this.acquiring--;
+        const next = this.waiting.shift();
+        if (next) this.run(connection as PgConnection, next);
+        else this.pool.release(connection);
+        this.settled();
+      },
+      (error: unknown) => {
+        this.acquiring--;
+        // A connection that could not be made: the oldest read gets the error, as tarn would give it.
+        // A timeout is not a read's: reads were served by hand-over meanwhile, and each read's own
+        // wait is bounded by `expire`.
+        if (!(error instanceof knexModule.KnexTimeoutError)) this.waiting.shift()?.reject(error);
+        this.settled();
+      },
+    );
+  }
+
+  private settled(): void {
+    if (this.waiting.length > 0) this.acquire();
+    else this.stopSweeping();
+  }
+
+  /** Reads waiting longer than the acquire timeout fail as a Knex query's acquire would. */
+  private expire(): void {
+    const now = performance.now();
+    const timeoutMs = this.pool.acquireTimeoutMillis;
+    while (this.waiting.length > 0 && (this.pool.destroyed || now - (this.waiting[0]?.since ?? now) >= timeoutMs)) {
+      this.waiting.shift()?.reject(acquireTimeout());
+    }
+    if (this.waiting.length === 0) this.stopSweeping();
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+}
+
+/** Knex's own error for a connection not acquired in time (src/errors.ts reads it as the database being unavailable). */
+function acquireTimeout(): Error {
+  return new knexModule.KnexTimeoutError('Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?');
+}
+
+/** The checks Knex's pool validation makes of a pg connection: not disposed by Knex, `readyForQuery` (this server's own check, src/store/database.ts). */
+function usable(connection: PgConnection): boolean {
+  return !connection.__knex__disposed && connection.readyForQuery === true;
+}
+
+/**
+ * A free connection of the pool, taken at once, as tarn's acquire would hand it out — or undefined,
+ * and the read waits for one. Only the plain case is taken here: nobody waiting (they come first), the connection passing the
+ * checks Knex's validation makes of a pg connection (not disposed; `readyForQuery`, this server's
+ * own check). A connection that fails them is left to Knex's acquire, whose validation destroys it.
+ * The connection moves from `free` to `used` as tarn's `_doAcquire` moves it, so `release`, the
+ * reaper and the counters see a connection acquired the usual way.
+ */
+function claimIdle(pool: TarnPool | undefined): PgConnection | undefined {
+  if (!pool || pool.destroyed || pool.pendingAcquires.length > 0 || pool.pendingValidations.length > 0) return undefined;
+  const free = pool.free[pool.free.length - 1];
+  if (!free) return undefined;
+  const connection = free.resource as PgConnection;
+  if (!usable(connection)) return undefined;
+  pool.free.pop();
+  pool.used.push(free);
+  return connection;
 }
