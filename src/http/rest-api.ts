@@ -272,10 +272,11 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       const query = queryAt === -1 ? '' : withoutUnknownParameters(url.slice(queryAt + 1), declaredQuery.get(call.operationId));
       // An operation that takes no body ignores one (a DELETE with a body is not a client error).
       const hasBody = req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0';
+      const target: RequestTarget = { operation, method, path, normalizedPath, query };
       if (operation.requestBody || hasBody) {
         const body = operation.requestBody ? readJsonBody(req, limit) : readBody(req, limit).then(() => undefined);
-        reply = body.then((value) => authorized(operation, call, method, path, normalizedPath, query, value));
-      } else reply = authorized(operation, call, method, path, normalizedPath, query, undefined);
+        reply = body.then((value) => authorized(target, call, value));
+      } else reply = authorized(target, call, undefined);
     } catch (error) {
       reply = errorReply(error, requestId);
     }
@@ -285,31 +286,20 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   }
 
   /** The contract's security, then validation and the handler: a promise only where a step has one. */
-  function authorized(
-    operation: Operation,
-    call: RestCall,
-    method: string,
-    path: string,
-    normalizedPath: string,
-    query: string,
-    body: unknown,
-  ): RestReply | Promise<RestReply> {
-    const security = authenticate(operation, call.headers);
-    if (security instanceof Promise) return security.then((results) => validatedCall(operation, call, results, method, path, normalizedPath, query, body));
-    return validatedCall(operation, call, security, method, path, normalizedPath, query, body);
+  function authorized(target: RequestTarget, call: RestCall, body: unknown): RestReply | Promise<RestReply> {
+    const security = authenticate(target.operation, call.headers);
+    if (!(security instanceof Promise)) {
+      call.security = security;
+      return validatedCall(target, call, body);
+    }
+    return security.then((results) => {
+      call.security = results;
+      return validatedCall(target, call, body);
+    });
   }
 
-  function validatedCall(
-    operation: Operation,
-    call: RestCall,
-    security: Record<string, unknown>,
-    method: string,
-    path: string,
-    normalizedPath: string,
-    query: string,
-    body: unknown,
-  ): RestReply | Promise<RestReply> {
-    call.security = security;
+  /** Validation against the contract, then the operation's handler (the caller already passed security). */
+  function validatedCall({ operation, method, path, normalizedPath, query }: RequestTarget, call: RestCall, body: unknown): RestReply | Promise<RestReply> {
     const parts = requestParts.get(call.operationId);
     // openapi-backend's validateRequest re-parses the request (lodash, qs, cookie, a path template
     // compiled per call); a request with no query string and no body, to an operation with no
@@ -343,6 +333,16 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   }
 
   return { api, handle };
+}
+
+/** What one request asks for: the matched operation and the request line as the validator reads it. */
+interface RequestTarget {
+  operation: Operation;
+  method: string;
+  path: string;
+  normalizedPath: string;
+  /** The query string with undeclared parameters dropped. */
+  query: string;
 }
 
 /**

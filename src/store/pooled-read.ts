@@ -237,8 +237,8 @@ function usable(connection: PgConnection): boolean {
  * The connection moves from `free` to `used` as tarn's `_doAcquire` moves it, so `release`, the
  * reaper and the counters see a connection acquired the usual way.
  */
-function claimIdle(pool: TarnPool | undefined): PgConnection | undefined {
-  if (!pool || pool.destroyed || pool.pendingAcquires.length > 0 || pool.pendingValidations.length > 0) return undefined;
+function claimIdle(pool: TarnPool): PgConnection | undefined {
+  if (pool.destroyed || pool.pendingAcquires.length > 0 || pool.pendingValidations.length > 0) return undefined;
   const free = pool.free[pool.free.length - 1];
   if (!free) return undefined;
   const connection = free.resource as PgConnection;
