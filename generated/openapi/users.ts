@@ -45,7 +45,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Lists every user (admin only). */
+        /**
+         * Lists users, oldest first, one page at a time (admin only).
+         * @description The body is an array of at most `limit` users (default 100, at most 1000), oldest first (by
+         *     creation time, then id). When more users follow, the response carries a `Link` header with
+         *     the next page (RFC 8288, `rel="next"`), as GitHub's API does; follow it until no `rel="next"`
+         *     is left. The cursor in it (`after`) is opaque: pass it back unchanged.
+         */
         get: operations["listUsers"];
         put?: never;
         /** Creates a user (open while no admin exists, then admin only). Answers 200, not 201. */
@@ -74,7 +80,10 @@ export interface paths {
         /**
          * Updates exactly the fields present (the user themself or an admin).
          * @description `settings` replaces the whole object. Changing `isAdmin` needs an admin; the last admin cannot
-         *     be demoted. Changing one's own password needs `oldPassword`.
+         *     be demoted. Changing one's own password needs `oldPassword`. The body may be the UserDto this
+         *     server returned, changed where wanted (clients save by sending the whole user back): its `id`
+         *     must then equal the path id, and an empty `password` with an empty `oldPassword` leaves the
+         *     password unchanged.
          */
         put: operations["updateUser"];
         post?: never;
@@ -109,13 +118,34 @@ export interface components {
             isAdmin: boolean;
             profilePicture?: components["schemas"]["ProfilePicture"];
         };
+        /**
+         * @description The fields to change; absent fields stay. A UserDto as this server returned it is also a valid
+         *     body, so a client may send back the whole user: its read-only fields are accepted and ignored.
+         * @example {
+         *       "id": "7a1b2c3d-4e5f-4a6b-9c7d-8e9f0a1b2c3d",
+         *       "name": "bob",
+         *       "isAdmin": false,
+         *       "onboardingDone": true,
+         *       "profilePicture": "",
+         *       "password": "",
+         *       "oldPassword": ""
+         *     }
+         */
         UpdateUserDto: {
+            /** @description Read-only (UserDto's `id`). Accepted and ignored when equal to the id in the path; any other value is a 400. */
+            id?: string;
             name?: string;
+            /**
+             * @description The new password, 8 to 1024 characters. An empty string together with an empty (or absent)
+             *     `oldPassword` means "unchanged", as the original front end sends it from its profile form;
+             *     an empty string with a non-empty `oldPassword`, or 1 to 7 characters, is a 400.
+             */
             password?: string;
             isAdmin?: boolean;
             onboardingDone?: boolean;
             settings?: components["schemas"]["Settings"];
             profilePicture?: components["schemas"]["ProfilePicture"];
+            /** @description The current password; needed (and checked) when changing one's own password, ignored otherwise. */
             oldPassword?: string;
         };
         /**
@@ -408,16 +438,34 @@ export interface operations {
     };
     listUsers: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Users per page; 100 when absent, at most 1000 (a larger value is a 400).
+                 * @example 100
+                 */
+                limit?: number;
+                /**
+                 * @description Opaque cursor from the `Link: <…>; rel="next"` header of the previous page: the page
+                 *     starts after the user it names. A value this server did not issue is a 400.
+                 * @example MTc2NDE3MDQwMDAwMDAwMF81ZjBjMWQyZS0zYjRhLTRjNWQtOGU5Zi0wYTFiMmMzZDRlNWY
+                 */
+                after?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description All users. */
+            /** @description One page of users, oldest first. */
             200: {
                 headers: {
+                    /**
+                     * @description Present when another page follows: `</api/users?limit=<limit>&after=<cursor>>; rel="next"`
+                     *     (a URI reference relative to this server, RFC 8288 §3.1). Absent on the last page.
+                     * @example </api/users?limit=100&after=MTc2NDE3MDQwMDAwMDAwMF81ZjBjMWQyZS0zYjRhLTRjNWQtOGU5Zi0wYTFiMmMzZDRlNWY>; rel="next"
+                     */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -462,6 +510,7 @@ export interface operations {
                     "application/json": components["schemas"]["UserDto"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
         };

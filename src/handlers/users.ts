@@ -35,7 +35,12 @@ export function userApiHandlers(users: UserService, serviceName: string): RestHa
       if (!result) throw new AppError('unauthenticated', 'Unauthorized');
       return { status: 200, body: result };
     },
-    listUsers: async (call) => ({ status: 200, body: await users.list(caller(call)) }),
+    listUsers: async (call) => {
+      const page = await users.list(caller(call), { limit: call.query.limit, after: call.query.after });
+      // RFC 8288: a URI reference relative to the request, so it holds behind any proxy or host name.
+      const next = page.next && `</api/users?limit=${page.limit}&after=${page.next}>; rel="next"`;
+      return { status: 200, body: page.users, ...(next ? { headers: { link: next } } : {}) };
+    },
     createUser: async (call) => {
       const principal = call.security.bearerAuth as AccountCaller | undefined;
       return { status: 200, body: await users.create(principal, call.body) };

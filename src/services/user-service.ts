@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
 import { bearerToken } from '../auth/bearer-token.js';
-import { UserRepository, type Settings, type UserRow } from '../store/repositories/user-repository.js';
+import { UserRepository, type Settings, type UserListPosition, type UserListRow, type UserRow } from '../store/repositories/user-repository.js';
 import { normaliseName, SignInThrottle } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 
@@ -12,6 +12,16 @@ export type UserDto = components['schemas']['UserDto'];
 export type CreateUserDto = components['schemas']['CreateUserDto'];
 export type UpdateUserDto = components['schemas']['UpdateUserDto'];
 export type SignInResponse = components['schemas']['SignInResponse'];
+
+/** One page of `GET /api/users`: the users, the page size used, and the cursor of the next page if one follows. */
+export interface UserPage {
+  users: UserDto[];
+  limit: number;
+  next: string | undefined;
+}
+
+/** Users per page of `GET /api/users` when the caller names no `limit` (the contract caps it at 1000). */
+const DEFAULT_LIST_LIMIT = 100;
 
 /** The signed-in account behind a request, as its token names it (not yet checked against the store). */
 export interface AccountCaller {
@@ -92,10 +102,24 @@ export class UserService {
     return this.signedIn(user);
   }
 
-  async list(caller: AccountCaller): Promise<UserDto[]> {
+  /**
+   * One page of the user list, oldest first (admins only), and the cursor of the next page when more
+   * users follow. `after` is a cursor this service issued; anything else is a 400 naming `after`.
+   */
+  async list(caller: AccountCaller, page: { limit?: number; after?: string } = {}): Promise<UserPage> {
+    const position = page.after === undefined ? undefined : decodeListCursor(page.after);
+    const limit = page.limit ?? DEFAULT_LIST_LIMIT;
     const self = await this.requireCaller(caller);
     if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
-    return (await this.users.list()).map(toUserDto);
+    // One row more than the page says whether another page follows.
+    const rows = await this.users.listPage(limit + 1, position);
+    const kept = rows.slice(0, limit);
+    const last = kept[kept.length - 1];
+    return {
+      users: kept.map(toUserDto),
+      limit,
+      next: rows.length > limit && last ? encodeListCursor({ createdAtMicros: last.created_at_micros, id: last.id }) : undefined,
+    };
   }
 
   /** Creates a user: open to anyone while no admin exists, to admins only afterwards. */
@@ -122,8 +146,13 @@ export class UserService {
     });
   }
 
-  /** Applies exactly the fields present in `input`. */
-  async update(caller: AccountCaller, id: string, input: UpdateUserDto): Promise<UserDto> {
+  /**
+   * Applies exactly the fields present in `input`. A UserDto sent back whole is a valid input: its `id`
+   * must name the user in the path and is otherwise ignored, and an empty `password` with an empty
+   * `oldPassword` leaves the password alone (how the original front end saves a profile).
+   */
+  async update(caller: AccountCaller, id: string, body: UpdateUserDto): Promise<UserDto> {
+    const input = changesOf(id, body);
     const newHash = input.password === undefined ? undefined : await hashPassword(input.password);
     return this.knex.transaction(async (trx) => {
       if (input.isAdmin !== undefined) await this.users.lockAdmins(trx);
@@ -247,8 +276,56 @@ export class UserService {
   }
 }
 
+/** Passwords have at least this many characters (Unicode code points, as the contract's `minLength` counts). */
+const MIN_PASSWORD_LENGTH = 8;
+
+/**
+ * The changes an update body asks for. The read-only `id` is checked against the path and dropped; an
+ * empty `password` with an empty or absent `oldPassword` means "unchanged" and drops both; any other
+ * password shorter than 8 characters is a 400 (the contract allows the empty string for this reason).
+ */
+function changesOf(pathId: string, body: UpdateUserDto): Omit<UpdateUserDto, 'id'> {
+  const { id, ...changes } = body;
+  if (id !== undefined && id.toLowerCase() !== pathId.toLowerCase()) {
+    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'id', message: 'must equal the id in the path (it is read-only)' }] });
+  }
+  if (changes.password === '' && (changes.oldPassword ?? '') === '') {
+    delete changes.password;
+    delete changes.oldPassword;
+  }
+  if (changes.password !== undefined && [...changes.password].length < MIN_PASSWORD_LENGTH) {
+    const message =
+      changes.password === ''
+        ? `must NOT have fewer than ${MIN_PASSWORD_LENGTH} characters (an empty password means "unchanged" only with an empty oldPassword)`
+        : `must NOT have fewer than ${MIN_PASSWORD_LENGTH} characters`;
+    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'password', message }] });
+  }
+  return changes;
+}
+
+/**
+ * The opaque cursor of the user listing: the last listed user's creation time (microseconds) and id,
+ * base64url-encoded. It is not signed: a forged one only moves the start of a page the caller may read.
+ */
+function encodeListCursor(position: UserListPosition): string {
+  return Buffer.from(`${position.createdAtMicros}_${position.id}`).toString('base64url');
+}
+
+const LIST_CURSOR = /^(\d{1,16})_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** The position a cursor names; anything this service did not issue → 400 naming `after`. */
+function decodeListCursor(cursor: string): UserListPosition {
+  const match = /^[A-Za-z0-9_-]+$/.test(cursor) ? LIST_CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1')) : null;
+  const position = match?.[1] && match[2] ? { createdAtMicros: match[1], id: match[2] } : undefined;
+  // Only the exact text this service issues: no padding, no leading zeros, no other spelling of the same bytes.
+  if (!position || !Number.isSafeInteger(Number(position.createdAtMicros)) || encodeListCursor(position) !== cursor || /^0\d/.test(position.createdAtMicros)) {
+    throw new AppError('invalid_argument', 'Bad Request', { violations: [{ field: 'after', message: 'is not a cursor from a Link header of this API' }] });
+  }
+  return position;
+}
+
 /** The wire shape of a user; the password hash never leaves the service. */
-function toUserDto(row: UserRow): UserDto {
+function toUserDto(row: UserListRow): UserDto {
   return {
     id: row.id,
     name: row.name,

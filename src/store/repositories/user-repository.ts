@@ -15,7 +15,22 @@ export interface UserRow {
   settings: Settings;
 }
 
+/** A user as a listing reads it: never the password hash. */
+export type UserListRow = Omit<UserRow, 'password_hash'>;
+
+/**
+ * Where a page of the listing starts: after the user created at `createdAtMicros` (microseconds since
+ * the Unix epoch, PostgreSQL's own precision, as a decimal string) with id `id`.
+ */
+export interface UserListPosition {
+  createdAtMicros: string;
+  id: string;
+}
+
 const COLUMNS = ['id', 'name', 'password_hash', 'is_admin', 'onboarding_done', 'profile_picture', 'settings'] as const;
+const LIST_COLUMNS = COLUMNS.filter((column) => column !== 'password_hash');
+/** The listing's sort key, exact to the microsecond (a JavaScript Date keeps only milliseconds). */
+const CREATED_AT_MICROS = '(extract(epoch from created_at) * 1000000)::bigint::text AS created_at_micros';
 const FIND_BY_IDS = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY(?::uuid[])`;
 /** The pooled reads of `findByIds` (named: prepared once per connection); one id needs no array for PostgreSQL to decode and scan. */
 const FIND_BY_IDS_POOLED: PooledStatement = { name: 'users.findByIds', text: `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY($1::uuid[])` };
@@ -51,10 +66,21 @@ export class UserRepository {
     return trx('users').select(COLUMNS).whereRaw('lower(btrim(normalize(name, NFKC))) = ?', [folded]).first();
   }
 
-  async list(trx: Knex = this.knex): Promise<UserRow[]> {
-    return trx('users')
-      .select(COLUMNS)
-      .orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  /**
+   * Up to `limit` users in creation order (then id), starting after `after`: a keyset read on the
+   * `users_created_at_id` index, so a page costs the same at any table size and users created
+   * between pages neither shift nor repeat the walk.
+   */
+  async listPage(limit: number, after: UserListPosition | undefined, trx: Knex = this.knex): Promise<Array<UserListRow & { created_at_micros: string }>> {
+    const query = trx('users')
+      .select([...LIST_COLUMNS, trx.raw(CREATED_AT_MICROS)])
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .limit(limit);
+    if (after) {
+      // A row comparison on exactly the index's columns: PostgreSQL starts the index scan at the cursor.
+      query.whereRaw("(created_at, id) > (timestamptz 'epoch' + ?::bigint * interval '1 microsecond', ?::uuid)", [after.createdAtMicros, after.id]);
+    }
+    return query;
   }
 
   async insert(row: Omit<UserRow, 'id'>, trx: Knex = this.knex): Promise<UserRow> {

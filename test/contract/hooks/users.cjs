@@ -49,7 +49,8 @@ const PLANS = {
     rewrite(t, { body: { name, password: 'wrong-password' } });
   },
 
-  'GET /api/users 200': (t) => rewrite(t, { token: state.admin.token }),
+  'GET /api/users 200': (t) => rewrite(t, { path: '/api/users?limit=1', token: state.admin.token }),
+  'GET /api/users 400': (t) => rewrite(t, { path: '/api/users?after=not-a-cursor', token: state.admin.token }),
   'GET /api/users 401': (t) => rewrite(t, { dropAuth: true }),
   'GET /api/users 403': (t) => rewrite(t, { token: state.plain.token }),
 
