@@ -4,7 +4,14 @@ import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
 import { bearerToken } from '../auth/bearer-token.js';
-import { UserRepository, type Settings, type UserListPosition, type UserListRow, type UserRow } from '../store/repositories/user-repository.js';
+import {
+  UserRepository,
+  type Settings,
+  type UserListEntry,
+  type UserListPosition,
+  type UserListRow,
+  type UserRow,
+} from '../store/repositories/user-repository.js';
 import { normaliseName, SignInThrottle } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 
@@ -22,6 +29,25 @@ export interface UserPage {
 
 /** Users per page of `GET /api/users` when the caller names no `limit` (the contract caps it at 1000). */
 const DEFAULT_LIST_LIMIT = 100;
+
+/**
+ * About how many bytes of users one page of `GET /api/users` may carry (pictures, names, settings as
+ * stored): a picture may be a 1.4 MB `data:` URL, so 1000 of them would be a 1.4 GB answer. 8 MiB is
+ * five of the largest, or 100 users with the original front end's stock pictures (about 70 KB each).
+ */
+const PAGE_BYTES = 8 * 1024 * 1024;
+
+/** The longest prefix of `entries` that fits PAGE_BYTES, and never less than one entry. */
+function withinPageBytes(entries: UserListEntry[]): UserListEntry[] {
+  let bytes = 0;
+  let count = 0;
+  for (const entry of entries) {
+    bytes += Number(entry.size_bytes);
+    if (count > 0 && bytes > PAGE_BYTES) break;
+    count += 1;
+  }
+  return entries.slice(0, count);
+}
 
 /** The signed-in account behind a request, as its token names it (not yet checked against the store). */
 export interface AccountCaller {
@@ -104,21 +130,25 @@ export class UserService {
 
   /**
    * One page of the user list, oldest first (admins only), and the cursor of the next page when more
-   * users follow. `after` is a cursor this service issued; anything else is a 400 naming `after`.
+   * users follow. A page holds at most `limit` users and stops early once they fill PAGE_BYTES
+   * (always at least one user), so its size is bounded whatever the pictures.
+   * `after` is a cursor this service issued; anything else is a 400 naming `after`.
    */
   async list(caller: AccountCaller, page: { limit?: number; after?: string } = {}): Promise<UserPage> {
     const position = page.after === undefined ? undefined : decodeListCursor(page.after);
     const limit = page.limit ?? DEFAULT_LIST_LIMIT;
     const self = await this.requireCaller(caller);
     if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');
-    // One row more than the page says whether another page follows.
-    const rows = await this.users.listPage(limit + 1, position);
-    const kept = rows.slice(0, limit);
-    const last = kept[kept.length - 1];
+    // One entry more than the page says whether another page follows.
+    const entries = await this.users.listPositions(limit + 1, position);
+    const kept = withinPageBytes(entries.slice(0, limit));
+    const lastEntry = kept[kept.length - 1];
+    if (!lastEntry) return { users: [], limit, next: undefined };
+    const last = { createdAtMicros: lastEntry.created_at_micros, id: lastEntry.id };
     return {
-      users: kept.map(toUserDto),
+      users: (await this.users.listRange(position, last, kept.length)).map(toUserDto),
       limit,
-      next: rows.length > limit && last ? encodeListCursor({ createdAtMicros: last.created_at_micros, id: last.id }) : undefined,
+      next: kept.length < entries.length ? encodeListCursor(last) : undefined,
     };
   }
 

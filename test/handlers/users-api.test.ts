@@ -207,6 +207,57 @@ describe('PUT /api/users/{id}', () => {
       expect(response.body.details).toEqual([expect.objectContaining({ field: 'password' })]);
     });
   });
+
+  describe('the representation sent back (issue 19: clients save the whole user)', () => {
+    test('the UserDto the server answered is accepted back as is, changing nothing', async () => {
+      const before = await read(erin.id);
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: before });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual(before);
+    });
+
+    test('the id may be spelt in upper case like any UUID', async () => {
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: { id: erin.id.toUpperCase(), onboardingDone: true } });
+      expect(response.status).toBe(200);
+    });
+
+    test.each([
+      ['another user', () => admin.id],
+      ['an unknown id', () => randomUUID()],
+      ['an empty id', () => ''],
+    ])('an id naming %s answers 400 naming id and changes nothing', async (_case, id) => {
+      const before = await read(erin.id);
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: { ...before, id: id(), name: 'erin-elsewhere' } });
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ statusCode: 400, message: 'Bad Request', error: 'Bad Request' });
+      expect(response.body.details).toEqual([expect.objectContaining({ field: 'id' })]);
+      expect(await read(erin.id)).toEqual(before);
+    });
+
+    test.each([
+      ['with an empty oldPassword', { password: '', oldPassword: '' }],
+      ['without oldPassword', { password: '' }],
+    ])('an empty password %s keeps the password, from the user and from an admin', async (_case, body) => {
+      for (const token of [erin.token, admin.token]) {
+        const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token, body: { ...body, onboardingDone: false } });
+        expect(response.status).toBe(200);
+      }
+      await signIn(server, 'erin', 'erin-third-password');
+    });
+
+    test('an empty password with a non-empty oldPassword answers 400 naming password, not "unchanged"', async () => {
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: erin.token, body: { password: '', oldPassword: 'erin-third-password' } });
+      expect(response.status).toBe(400);
+      expect(response.body.details).toEqual([expect.objectContaining({ field: 'password' })]);
+      await signIn(server, 'erin', 'erin-third-password');
+    });
+
+    test('a short password counts characters, not bytes: seven emoji are too few', async () => {
+      const response = await call(server, 'PUT', `/api/users/${erin.id}`, { token: admin.token, body: { password: '🔑'.repeat(7) } });
+      expect(response.status).toBe(400);
+      expect(response.body.details).toEqual([{ field: 'password', message: 'must NOT have fewer than 8 characters' }]);
+    });
+  });
 });
 
 describe('the last admin', () => {

@@ -144,7 +144,33 @@ describe('GET /api/users pages', () => {
     expect(response.status).toBe(403);
   });
 
-  test('the listing statement never reads password hashes', async () => {
+  test('a page stops early when its users would exceed 8 MiB, and the walk still reaches every user', async () => {
+    const template = await server.app.db.knex('users').where({ id: plain.id }).first();
+    // Eight of the largest pictures the contract allows (1,400,000 characters): 11 MB in all.
+    const picture = `data:image/webp;base64,${'A'.repeat(1_400_000 - 23)}`;
+    await server.app.db.knex('users').insert(
+      Array.from({ length: 8 }, (_, index) => ({
+        name: `pictured-${index}`,
+        password_hash: template.password_hash,
+        profile_picture: picture,
+        settings: JSON.stringify(DEFAULT_SETTINGS),
+      })),
+    );
+    const sizes: number[] = [];
+    const users: ListedUser[] = [];
+    let path: string | undefined = '/api/users?limit=1000';
+    while (path !== undefined) {
+      const response = await call(server, 'GET', path, { token: admin.token });
+      sizes.push(Buffer.byteLength(response.text));
+      users.push(...(response.body as ListedUser[]));
+      path = nextLink(response);
+    }
+    expect(users.map((user) => user.id)).toEqual(await allIds());
+    expect(sizes.length).toBe(2);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(8.5 * 1024 * 1024);
+  });
+
+  test('the listing statements never read password hashes', async () => {
     const statements: string[] = [];
     const record = (query: { sql: string }): void => {
       statements.push(query.sql);
@@ -157,7 +183,7 @@ describe('GET /api/users pages', () => {
       server.app.db.knex.off('query', record);
     }
     const listing = statements.filter((sql) => /order by "created_at"/i.test(sql));
-    expect(listing).toHaveLength(1);
-    expect(listing[0]).not.toMatch(/password/);
+    expect(listing).toHaveLength(2);
+    for (const sql of listing) expect(sql).not.toMatch(/password/);
   });
 });

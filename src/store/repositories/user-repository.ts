@@ -27,8 +27,18 @@ export interface UserListPosition {
   id: string;
 }
 
+/** One user's place in the listing and about how many bytes its representation takes. */
+export interface UserListEntry {
+  id: string;
+  created_at_micros: string;
+  size_bytes: number;
+}
+
 const COLUMNS = ['id', 'name', 'password_hash', 'is_admin', 'onboarding_done', 'profile_picture', 'settings'] as const;
 const LIST_COLUMNS = COLUMNS.filter((column) => column !== 'password_hash');
+const SIZE_BYTES = 'octet_length(profile_picture) + octet_length(name) + pg_column_size(settings) AS size_bytes';
+/** A listing position as a row value to compare `(created_at, id)` with. */
+const POSITION_SQL = "timestamptz 'epoch' + ?::bigint * interval '1 microsecond', ?::uuid";
 /** The listing's sort key, exact to the microsecond (a JavaScript Date keeps only milliseconds). */
 const CREATED_AT_MICROS = '(extract(epoch from created_at) * 1000000)::bigint::text AS created_at_micros';
 const FIND_BY_IDS = `SELECT ${COLUMNS.join(', ')} FROM users WHERE id = ANY(?::uuid[])`;
@@ -67,20 +77,27 @@ export class UserRepository {
   }
 
   /**
-   * Up to `limit` users in creation order (then id), starting after `after`: a keyset read on the
-   * `users_created_at_id` index, so a page costs the same at any table size and users created
-   * between pages neither shift nor repeat the walk.
+   * Where the next `limit` users of the listing are (creation order, then id, after `after`) and about
+   * how large each one is, without reading any picture: a keyset read on the `users_created_at_id`
+   * index, so it costs the same at any table size, and users created between pages neither shift nor
+   * repeat the walk. `octet_length` and `pg_column_size` read a stored value's size from its header,
+   * so even megabyte pictures are not fetched here (settings count as stored, possibly compressed).
    */
-  async listPage(limit: number, after: UserListPosition | undefined, trx: Knex = this.knex): Promise<Array<UserListRow & { created_at_micros: string }>> {
-    const query = trx('users')
-      .select([...LIST_COLUMNS, trx.raw(CREATED_AT_MICROS)])
+  async listPositions(limit: number, after: UserListPosition | undefined, trx: Knex = this.knex): Promise<UserListEntry[]> {
+    return afterPosition(trx('users').select(['id', trx.raw(CREATED_AT_MICROS), trx.raw(SIZE_BYTES)]), after)
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
       .limit(limit);
-    if (after) {
-      // A row comparison on exactly the index's columns: PostgreSQL starts the index scan at the cursor.
-      query.whereRaw("(created_at, id) > (timestamptz 'epoch' + ?::bigint * interval '1 microsecond', ?::uuid)", [after.createdAtMicros, after.id]);
-    }
-    return query;
+  }
+
+  /**
+   * The listing's view (never the password hash) of the users after `after` up to and including
+   * `through`, at most `limit` of them: the same index range `listPositions` read, now with the rows.
+   */
+  async listRange(after: UserListPosition | undefined, through: UserListPosition, limit: number, trx: Knex = this.knex): Promise<UserListRow[]> {
+    return afterPosition(trx('users').select(LIST_COLUMNS), after)
+      .whereRaw(`(created_at, id) <= (${POSITION_SQL})`, [through.createdAtMicros, through.id])
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .limit(limit);
   }
 
   async insert(row: Omit<UserRow, 'id'>, trx: Knex = this.knex): Promise<UserRow> {
@@ -149,4 +166,12 @@ export class SignInFailureRepository {
   async clear(key: string): Promise<void> {
     await this.knex('sign_in_failures').where({ key }).delete();
   }
+}
+
+/**
+ * Narrows a listing query to the users after `after`: a row comparison on exactly the columns of
+ * `users_created_at_id`, so PostgreSQL starts its index scan at the cursor.
+ */
+function afterPosition(query: Knex.QueryBuilder, after: UserListPosition | undefined): Knex.QueryBuilder {
+  return after ? query.whereRaw(`(created_at, id) > (${POSITION_SQL})`, [after.createdAtMicros, after.id]) : query;
 }
