@@ -48,9 +48,11 @@ export interface paths {
         /**
          * Lists users, oldest first, one page at a time (admin only).
          * @description The body is an array of at most `limit` users (default 100, at most 1000), oldest first (by
-         *     creation time, then id). When more users follow, the response carries a `Link` header with
-         *     the next page (RFC 8288, `rel="next"`), as GitHub's API does; follow it until no `rel="next"`
-         *     is left. The cursor in it (`after`) is opaque: pass it back unchanged.
+         *     creation time, then id). A page also stops early once its users hold about 8 MiB (profile
+         *     pictures may be up to 1.4 MB each), never below one user, so a short page does not mean the
+         *     end. When more users follow, the response carries a `Link` header with the next page
+         *     (RFC 8288, `rel="next"`), as GitHub's API does; follow it until no `rel="next"` is left. The
+         *     cursor in it (`after`) is opaque: pass it back unchanged.
          */
         get: operations["listUsers"];
         put?: never;

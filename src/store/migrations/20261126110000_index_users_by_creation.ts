@@ -5,9 +5,9 @@ import type { Knex } from 'knex';
  * so a page costs the same at any table size instead of a sort of the whole table (docs/architecture.md).
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw('CREATE INDEX users_created_at_id ON users (created_at, id)');
+  await knex.raw('CREATE INDEX IF NOT EXISTS users_created_at_id ON users (created_at, id)');
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('DROP INDEX users_created_at_id');
+  await knex.raw('DROP INDEX IF EXISTS users_created_at_id');
 }
