@@ -177,7 +177,7 @@ export class UserService {
   }
 
   /**
-   * Applies exactly the fields present in `input`. A UserDto sent back whole is a valid input: its `id`
+   * Applies exactly the fields present in `body`. A UserDto sent back whole is a valid body: its `id`
    * must name the user in the path and is otherwise ignored, and an empty `password` with an empty
    * `oldPassword` leaves the password alone (how the original front end saves a profile).
    */
