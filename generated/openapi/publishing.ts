@@ -15,6 +15,11 @@ export interface paths {
          *     own drafts, editors and superusers everyone's (newest first by `createdAt`). `q` is a
          *     full-text search over title and text (PostgreSQL `websearch_to_tsquery` syntax: words,
          *     `"quoted phrases"`, `or`, `-excluded`).
+         *
+         *     Paging: follow `next` (send it back as `after`) to walk the whole list, each article exactly
+         *     once even while articles are published meanwhile; `offset` is capped at 10000. `total` is
+         *     exact up to 10000 (`totalExact`). Every filter is answered from an index in the list's order,
+         *     so a page costs about the same at any number of articles.
          */
         get: operations["listArticles"];
         put?: never;
@@ -242,14 +247,16 @@ export interface components {
             profileImage?: components["schemas"]["ProfileImage"];
             role?: components["schemas"]["Role"];
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         WriterList: {
             items: components["schemas"]["Writer"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
         LoginInput: {
             /** @example ada@example.com */
@@ -323,14 +330,16 @@ export interface components {
              */
             topic?: string | null;
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         ArticleList: {
             items: components["schemas"]["Article"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
         Topic: {
             _id: components["schemas"]["Id"];
@@ -343,15 +352,35 @@ export interface components {
             /** @example Engineering */
             title: string;
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         TopicList: {
             items: components["schemas"]["Topic"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
+        /**
+         * @description How many items match the list's filters (the whole list, not what is left after this page),
+         *     counted up to 10000: exact when `totalExact` is true; when more than 10000 match, `total` is
+         *     10000 and `totalExact` is false (read it as "more than 10000"). Counting never walks more
+         *     than 10001 rows, so it costs the same at any table size.
+         * @example 1
+         */
+        Total: number;
+        /**
+         * @description Whether `total` is the exact count (false when more than 10000 items match).
+         * @example true
+         */
+        TotalExact: boolean;
+        /**
+         * @description The cursor of the next page (send it as `after`), or null when this page is the last one.
+         * @example null
+         */
+        NextCursor: string | null;
         FieldError: {
             /** @example title */
             field: string;
@@ -487,10 +516,20 @@ export interface components {
          */
         Limit: number;
         /**
-         * @description Items to skip.
+         * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+         *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+         *     0 or left out when `after` is given.
          * @example 0
          */
         Offset: number;
+        /**
+         * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+         *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+         *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+         *     naming `after`.
+         * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+         */
+        After: string;
     };
     requestBodies: never;
     headers: {
@@ -518,10 +557,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
                 /**
                  * @description Only articles of this topic id.
                  * @example 6561a3f0c0ffee0000000003
@@ -588,8 +637,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["ArticleList"];
@@ -885,10 +936,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
             };
             header?: never;
             path?: never;
@@ -920,8 +981,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["WriterList"];
@@ -1116,10 +1179,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
             };
             header?: never;
             path?: never;
@@ -1146,8 +1219,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["TopicList"];

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isObjectId, newObjectId } from './object-id.js';
+import { printTimestamp } from './sort-key.js';
 
 export type PublishingRole = 'superuser' | 'editor' | 'writer' | 'reader';
 
@@ -36,20 +37,29 @@ export class WriterRepository {
     return trx('publishing_users').select(COLUMNS).whereRaw('lower(email) = lower(?)', [email]).first();
   }
 
-  /** A page of users with the given roles, oldest first, and how many there are in all. */
-  async list(roles: readonly PublishingRole[], limit: number, offset: number, trx: Knex = this.knex): Promise<{ rows: PublishingUserRow[]; total: number }> {
-    const rows: Array<PublishingUserRow & { total: number }> = await trx('publishing_users')
-      .select([...COLUMNS, trx.raw('count(*) OVER () AS total')])
-      .whereIn('role', roles)
+  /**
+   * A page of users with the given roles, oldest first (createdAt, then id), after a position or an
+   * offset; `sort_key` is createdAt printed for cursors. The index on (created_at, id) walks this order.
+   */
+  async list(
+    roles: readonly PublishingRole[],
+    page: { take: number; offset: number; after?: { key: string; id: string } | undefined },
+    trx: Knex = this.knex,
+  ): Promise<Array<PublishingUserRow & { sort_key: string }>> {
+    const query = trx('publishing_users')
+      .select([...COLUMNS, trx.raw(`${printTimestamp('created_at')} AS sort_key`)])
+      .whereIn('role', roles);
+    if (page.after) query.whereRaw('(created_at, id) > (?::timestamptz, ?)', [page.after.key, page.after.id]);
+    return query
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
-      .limit(limit)
-      .offset(offset);
-    const total = rows[0]?.total ?? (offset > 0 ? await this.count(roles, trx) : 0);
-    return { rows, total };
+      .limit(page.take)
+      .offset(page.offset);
   }
 
-  async count(roles: readonly PublishingRole[], trx: Knex = this.knex): Promise<number> {
-    const row = await trx('publishing_users').whereIn('role', roles).count<{ n: number }[]>('* as n').first();
+  /** How many users have the given roles, counting no further than `bound` rows. */
+  async count(roles: readonly PublishingRole[], bound: number, trx: Knex = this.knex): Promise<number> {
+    const matching = trx('publishing_users').select(trx.raw('1')).whereIn('role', roles).limit(bound);
+    const row = await trx.from(matching.as('matching')).count<{ n: number }[]>('* as n').first();
     return Number(row?.n ?? 0);
   }
 
