@@ -51,6 +51,9 @@ export interface ArticlePageQuery extends ArticleFilter {
 /** A listed article and its sort key (publishedAt or createdAt, printed to the microsecond), for cursors. */
 export type ListedArticleRow = ArticleRow & { sort_key: string };
 
+/** Rows of the list walked in order before a search falls back to sorting its GIN matches. */
+const SEARCH_WINDOW = 2000;
+
 const COLUMNS = ['id', 'title', 'text', 'author_id', 'topic_id', 'tags', 'files', 'status', 'published_at', 'created_at', 'modified_at'] as const;
 
 /** SQL for articles, including full-text search; methods take an optional transaction. */
@@ -71,25 +74,51 @@ export class ArticleRepository {
 
   /**
    * A page of articles, newest first (by publishedAt for published ones, createdAt for drafts, the id
-   * breaking ties), starting after a position or an offset. Each filter has an index that walks this
-   * order (migration 20261126100000), so a page reads about `take` rows whatever the table size.
+   * breaking ties), starting after a position or an offset. Each filter is walked from an index in
+   * this order (docs/architecture.md, "Publishing lists at scale"), so a page reads about `take` rows
+   * whatever the table size: the list's partial index (led by topic or author when filtered by one),
+   * or for a tag the tag table. Full-text search has no ordered index: see `search`.
    */
   async list(query: ArticlePageQuery, trx: Knex = this.knex): Promise<ListedArticleRow[]> {
-    const order = sortColumn(query.status);
-    const page = filtered(trx('publishing_articles').select([...COLUMNS, trx.raw(`${printTimestamp(order)} AS sort_key`)]), query);
-    if (query.after) page.whereRaw(`(${order}, id) < (?::timestamptz, ?)`, [query.after.key, query.after.id]);
-    return page
+    if (query.search !== undefined && query.tag === undefined) return this.search({ ...query, search: query.search }, trx);
+    const { rows, source } = pageOf(trx, query, true);
+    return rows.orderByRaw(orderOf(source)).limit(query.take).offset(query.offset);
+  }
+
+  /**
+   * A page of a full-text search. GIN finds matches but not in date order, and the planner's guess of
+   * how many match decides between walking the date index (fast for common words, every row for a
+   * rare one) and sorting every match (the reverse). So both are bounded here: first the newest
+   * SEARCH_WINDOW rows of the list are walked in order and filtered, which answers any word common
+   * among recent articles; only when they hold too few matches, the matches are read from the GIN
+   * index and sorted (few, since the word is rare among recent articles).
+   */
+  private async search(query: ArticlePageQuery & { search: string }, trx: Knex): Promise<ListedArticleRow[]> {
+    const { rows, source } = pageOf(trx, query, false);
+    const window = rows.select('a.search').orderByRaw(orderOf(source)).limit(SEARCH_WINDOW);
+    const column = sortColumn(query.status);
+    const recent: ListedArticleRow[] = await trx
+      .select([...COLUMNS, 'sort_key'])
+      .from(window.as('a'))
+      .whereRaw("search @@ websearch_to_tsquery('english', ?)", [query.search])
       .orderBy([
-        { column: order, order: 'desc' },
+        { column, order: 'desc' },
         { column: 'id', order: 'desc' },
       ])
       .limit(query.take)
       .offset(query.offset);
+    if (recent.length === query.take) return recent;
+    // `+ interval '0'` keeps the order but hides the date index from the planner: GIN it is.
+    return pageOf(trx, query, true).rows.orderByRaw(`a.${column} + interval '0 seconds' DESC, a.id DESC`).limit(query.take).offset(query.offset);
   }
 
   /** How many articles match, counting no further than `bound` rows (so never O(matching rows)). */
   async count(filter: ArticleFilter, bound: number, trx: Knex = this.knex): Promise<number> {
-    const matching = filtered(trx('publishing_articles').select(trx.raw('1')), filter).limit(bound);
+    const tagOnly = filter.tag !== undefined && filter.authorId === undefined && filter.topicId === undefined && filter.search === undefined;
+    // A tag alone is counted in the tag table's index (index-only), without visiting the articles.
+    const matching = tagOnly
+      ? trx('publishing_article_tags').select(trx.raw('1')).where({ tag: filter.tag, status: filter.status }).limit(bound)
+      : filtered(sourceOf(trx, filter).rows, filter, true).select(trx.raw('1')).limit(bound);
     const row = await trx.from(matching.as('matching')).count<{ n: number }[]>('* as n').first();
     return Number(row?.n ?? 0);
   }
@@ -123,14 +152,49 @@ function sortColumn(status: ArticleFilter['status']): 'published_at' | 'created_
   return status === 'published' ? 'published_at' : 'created_at';
 }
 
-function filtered(builder: Knex.QueryBuilder, filter: ArticleFilter): Knex.QueryBuilder {
-  builder.where('status', filter.status);
+/** Where a list's rows come from (`a` is always the article), and the columns of its order. */
+interface ListSource {
+  rows: Knex.QueryBuilder;
+  sortAt: string;
+  id: string;
+}
+
+/**
+ * A tag filter reads the tag table (one row per tag of a live article, kept by a trigger, indexed by
+ * tag, status and the list's order) joined to the articles; every other list reads the articles.
+ */
+function sourceOf(trx: Knex, filter: ArticleFilter): ListSource {
+  if (filter.tag === undefined) return { rows: trx('publishing_articles as a'), sortAt: `a.${sortColumn(filter.status)}`, id: 'a.id' };
+  const rows = trx('publishing_article_tags as t')
+    .join('publishing_articles as a', 'a.id', 't.article_id')
+    .where('t.tag', filter.tag)
+    .where('t.status', filter.status);
+  return { rows, sortAt: 't.sort_at', id: 't.article_id' };
+}
+
+/** The rows of a page with their sort key, filtered (full-text too, unless `withSearch` is false) and after the cursor. */
+function pageOf(trx: Knex, query: ArticlePageQuery, withSearch: boolean): { rows: Knex.QueryBuilder; source: ListSource } {
+  const source = sourceOf(trx, query);
+  const rows = filtered(source.rows, query, withSearch).select([
+    ...COLUMNS.map((column) => `a.${column}`),
+    trx.raw(`${printTimestamp(source.sortAt)} AS sort_key`),
+  ]);
+  if (query.after) rows.whereRaw(`(${source.sortAt}, ${source.id}) < (?::timestamptz, ?)`, [query.after.key, query.after.id]);
+  return { rows, source };
+}
+
+/** Newest first in the source's own order, which its index walks. */
+function orderOf(source: ListSource): string {
+  return `${source.sortAt} DESC, ${source.id} DESC`;
+}
+
+function filtered(rows: Knex.QueryBuilder, filter: ArticleFilter, withSearch: boolean): Knex.QueryBuilder {
+  rows.where('a.status', filter.status);
   // An id that cannot exist matches nothing (rather than `IS NULL`, or a database error).
-  if (filter.authorId !== undefined) builder.where('author_id', isObjectId(filter.authorId) ? filter.authorId : '');
-  if (filter.topicId !== undefined) builder.where('topic_id', isObjectId(filter.topicId) ? filter.topicId : '');
-  if (filter.tag !== undefined) builder.whereRaw('tags @> ?::jsonb', [JSON.stringify([filter.tag])]);
-  if (filter.search !== undefined) builder.whereRaw("search @@ websearch_to_tsquery('english', ?)", [filter.search]);
-  return builder;
+  if (filter.authorId !== undefined) rows.where('a.author_id', isObjectId(filter.authorId) ? filter.authorId : '');
+  if (filter.topicId !== undefined) rows.where('a.topic_id', isObjectId(filter.topicId) ? filter.topicId : '');
+  if (withSearch && filter.search !== undefined) rows.whereRaw("a.search @@ websearch_to_tsquery('english', ?)", [filter.search]);
+  return rows;
 }
 
 function serialise(content: ArticleContent): Record<string, unknown> {
