@@ -195,13 +195,13 @@ export type Article = {
   modifiedAt: Scalars['String']['output'];
 };
 
-/** A page of a list; `total` is counted up to 10000 (see `totalExact`), `next` leads to the next page. */
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type ArticlePage = {
   __typename?: 'ArticlePage';
   items: Array<Article>;
-  /** How many match the list (not only what follows this page), exact up to 10000; 10000 when more match. */
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
-  /** Whether `total` is exact (false when more than 10000 match). */
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
   totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];
@@ -209,13 +209,13 @@ export type ArticlePage = {
   next: Maybe<Scalars['String']['output']>;
 };
 
-/** A page of a list; `total` is counted up to 10000 (see `totalExact`), `next` leads to the next page. */
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type WriterPage = {
   __typename?: 'WriterPage';
   items: Array<Writer>;
-  /** How many match the list (not only what follows this page), exact up to 10000; 10000 when more match. */
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
-  /** Whether `total` is exact (false when more than 10000 match). */
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
   totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];
@@ -223,13 +223,13 @@ export type WriterPage = {
   next: Maybe<Scalars['String']['output']>;
 };
 
-/** A page of a list; `total` is counted up to 10000 (see `totalExact`), `next` leads to the next page. */
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type TopicPage = {
   __typename?: 'TopicPage';
   items: Array<Topic>;
-  /** How many match the list (not only what follows this page), exact up to 10000; 10000 when more match. */
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
-  /** Whether `total` is exact (false when more than 10000 match). */
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
   totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];

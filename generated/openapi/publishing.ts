@@ -364,15 +364,17 @@ export interface components {
             next: components["schemas"]["NextCursor"];
         };
         /**
-         * @description How many items match the list's filters (the whole list, not what is left after this page),
-         *     counted up to 10000: exact when `totalExact` is true; when more than 10000 match, `total` is
-         *     10000 and `totalExact` is false (read it as "more than 10000"). Counting never walks more
-         *     than 10001 rows, so it costs the same at any table size.
+         * @description How many items match the list's filters (the whole list, not what is left after this page).
+         *     Exact when `totalExact` is true. Otherwise a lower bound ("at least `total`"): 10000 when more
+         *     than 10000 match (counting never walks more than 10001 rows, so it costs the same at any
+         *     table size); and for a full-text search (`q`) of a word found in at least 1% of the newest
+         *     2000 articles of the list, the matches among those 2000 (counting every match of a common
+         *     word would cost as much as there are matches).
          * @example 1
          */
         Total: number;
         /**
-         * @description Whether `total` is the exact count (false when more than 10000 items match).
+         * @description Whether `total` is the exact count; false means `total` is a lower bound (see `Total`).
          * @example true
          */
         TotalExact: boolean;

@@ -52,7 +52,8 @@ export class ArticleService {
     if (status === 'draft') {
       const self = requireRole(viewer, isAuthor, 'Only writers may list drafts.');
       if (!isEditor(self)) {
-        if (authorId !== undefined && authorId !== self.id) return { items: [], ...pageOf(order, request, { rows: [], counted: 0 }, positionOf).page };
+        if (authorId !== undefined && authorId !== self.id)
+          return { items: [], ...pageOf(order, request, { rows: [], counted: { n: 0, atLeast: false } }, positionOf).page };
         authorId = self.id;
       }
     }

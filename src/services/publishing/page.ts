@@ -9,7 +9,10 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 /** The largest `offset`: skipping costs a walk over every skipped row, so it is bounded like the count. */
 export const MAX_OFFSET = 10_000;
-/** `total` is exact up to this many matching rows; beyond it, `total` is this and `totalExact` false. */
+/**
+ * `total` is exact up to this many matching rows; beyond it, `total` is this and `totalExact` false.
+ * `totalExact: false` always means "at least `total`" (a full-text count may stop earlier).
+ */
 export const TOTAL_BOUND = 10_000;
 
 /**
@@ -37,10 +40,16 @@ export interface PageRequest {
   after: Position | undefined;
 }
 
+/** A count from the store: `n` matching rows, or, when `atLeast`, at least `n` (it stopped early). */
+export interface MatchCount {
+  n: number;
+  atLeast: boolean;
+}
+
 /** A page as the repositories answer it: the rows, and the matching count up to TOTAL_BOUND + 1. */
 export interface CountedRows<Row> {
   rows: Row[];
-  counted: number;
+  counted: MatchCount;
 }
 
 /** The page fields every list answers besides its items. */
@@ -94,7 +103,13 @@ export function pageOf<Row>(
   const next = rows.length > request.limit && last !== undefined ? encodeCursor(order, positionOf(last)) : null;
   return {
     rows: shown,
-    page: { total: Math.min(counted, TOTAL_BOUND), totalExact: counted <= TOTAL_BOUND, limit: request.limit, offset: request.offset, next },
+    page: {
+      total: Math.min(counted.n, TOTAL_BOUND),
+      totalExact: !counted.atLeast && counted.n <= TOTAL_BOUND,
+      limit: request.limit,
+      offset: request.offset,
+      next,
+    },
   };
 }
 
@@ -102,9 +117,10 @@ export function pageOf<Row>(
  * The count a page needs: when the first page is not full, its rows are every matching row and no
  * count is run at all; otherwise `count` (bounded to TOTAL_BOUND + 1 rows by the repository).
  */
-export async function countFor<Row>(request: PageRequest, rows: Row[], count: (bound: number) => Promise<number>): Promise<number> {
-  if (request.after === undefined && request.offset === 0 && rows.length <= request.limit) return rows.length;
-  return count(TOTAL_BOUND + 1);
+export async function countFor<Row>(request: PageRequest, rows: Row[], count: (bound: number) => Promise<number | MatchCount>): Promise<MatchCount> {
+  if (request.after === undefined && request.offset === 0 && rows.length <= request.limit) return { n: rows.length, atLeast: false };
+  const counted = await count(TOTAL_BOUND + 1);
+  return typeof counted === 'number' ? { n: counted, atLeast: false } : counted;
 }
 
 // A cursor is opaque to clients: base64url of `[order name, key, id]`.

@@ -112,15 +112,33 @@ export class ArticleRepository {
     return pageOf(trx, query, true).rows.orderByRaw(`a.${column} + interval '0 seconds' DESC, a.id DESC`).limit(query.take).offset(query.offset);
   }
 
-  /** How many articles match, counting no further than `bound` rows (so never O(matching rows)). */
-  async count(filter: ArticleFilter, bound: number, trx: Knex = this.knex): Promise<number> {
+  /**
+   * How many articles match, counting no further than `bound` rows (so never O(matching rows)):
+   * `atLeast` when the count stopped early. A tag alone is counted in the tag table's index alone.
+   * A full-text search is counted like its pages are found (see `search`): first among the newest
+   * SEARCH_WINDOW rows of the list, which is the whole count when the list is no longer; when the
+   * words match at least 1% of those rows, counting all their matches would cost O(matches) (GIN
+   * finds every one of them before the first is counted), so the answer is "at least" the matches
+   * seen; rarer words are counted from the GIN index.
+   */
+  async count(filter: ArticleFilter, bound: number, trx: Knex = this.knex): Promise<{ n: number; atLeast: boolean }> {
+    if (filter.search !== undefined && filter.tag === undefined) {
+      const { rows, source } = pageOf(trx, { ...filter, take: SEARCH_WINDOW, offset: 0 }, false);
+      const window = rows.select('a.search').orderByRaw(orderOf(source)).limit(SEARCH_WINDOW);
+      const seen = await trx
+        .from(window.as('a'))
+        .select(trx.raw("count(*) FILTER (WHERE search @@ websearch_to_tsquery('english', ?)) AS matches, count(*) AS walked", [filter.search]))
+        .first<{ matches: number; walked: number }>();
+      const matches = Number(seen?.matches ?? 0);
+      if (Number(seen?.walked ?? 0) < SEARCH_WINDOW) return { n: matches, atLeast: false };
+      if (matches >= SEARCH_WINDOW / 100) return { n: matches, atLeast: true };
+    }
     const tagOnly = filter.tag !== undefined && filter.authorId === undefined && filter.topicId === undefined && filter.search === undefined;
-    // A tag alone is counted in the tag table's index (index-only), without visiting the articles.
     const matching = tagOnly
       ? trx('publishing_article_tags').select(trx.raw('1')).where({ tag: filter.tag, status: filter.status }).limit(bound)
       : filtered(sourceOf(trx, filter).rows, filter, true).select(trx.raw('1')).limit(bound);
     const row = await trx.from(matching.as('matching')).count<{ n: number }[]>('* as n').first();
-    return Number(row?.n ?? 0);
+    return { n: Number(row?.n ?? 0), atLeast: false };
   }
 
   async insert(authorId: string, content: ArticleContent, trx: Knex = this.knex): Promise<ArticleRow> {
