@@ -5,15 +5,15 @@ import { AppError, type Violation } from '../../errors.js';
  * a keyset cursor (`after`) for walking, a capped `offset` for compatibility, and a `total` that is
  * counted only up to TOTAL_BOUND (docs/publishing.md, "Lists at any size").
  */
-export const DEFAULT_LIMIT = 20;
-export const MAX_LIMIT = 100;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
 /** The largest `offset`: skipping costs a walk over every skipped row, so it is bounded like the count. */
-export const MAX_OFFSET = 10_000;
+const MAX_OFFSET = 10_000;
 /**
  * `total` is exact up to this many matching rows; beyond it, `total` is this and `totalExact` false.
  * `totalExact: false` always means "at least `total`" (a full-text count may stop earlier).
  */
-export const TOTAL_BOUND = 10_000;
+const TOTAL_BOUND = 10_000;
 
 /**
  * One list's order, as a cursor names it: `name` binds a cursor to the list it came from (a drafts
