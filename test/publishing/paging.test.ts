@@ -117,6 +117,22 @@ describe('the next cursor', () => {
     expect(topics.flatMap((page) => page.items.map((item) => (item as unknown as { title: string }).title))).toEqual(['Architecture', 'Lighthouses']);
   });
 
+  test('listing writers and batch-loading authors never read a password hash', async () => {
+    const statements: string[] = [];
+    const onQuery = (query: { sql: string }) => statements.push(query.sql);
+    api().app.db.knex.on('query', onQuery);
+    try {
+      expect((await api().request('GET', '/v1/writers?limit=2')).status).toBe(200);
+      expect((await graphql(api(), actors.tokens.superuser, '{ articles(limit: 3) { items { author { name } } } }')).body.errors).toBeUndefined();
+    } finally {
+      api().app.db.knex.off('query', onQuery);
+    }
+    // Token checks read the caller by id; the list and the loader are the `order by` and `in (…)` reads.
+    const reads = statements.filter((sql) => /from "publishing_users"/i.test(sql) && / in \(|order by/i.test(sql));
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    for (const sql of reads) expect(sql).not.toMatch(/password_hash/);
+  });
+
   test('GraphQL articles pages by the same cursor, with total, totalExact and next', async () => {
     const query = 'query($after: String) { articles(limit: 5, after: $after) { items { _id } total totalExact next } }';
     const seen: string[] = [];

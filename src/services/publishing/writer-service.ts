@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { hashPassword, verifyPassword } from '../../auth/passwords.js';
 import type { TokenService } from '../../auth/token-service.js';
-import { WriterRepository, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
+import { WriterRepository, type ListedUserRow, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
 import {
   ALL_ROLES,
   AUTHOR_ROLES,
@@ -145,12 +145,12 @@ export class WriterService {
   }
 }
 
-function visible(viewer: PublishingCaller | undefined, row: PublishingUserRow): boolean {
+function visible(viewer: PublishingCaller | undefined, row: ListedUserRow): boolean {
   return AUTHOR_ROLES.includes(row.role) || isSuperuser(viewer) || viewer?.id === row.id;
 }
 
 /** The wire shape of a user for one viewer: never a password, an email only for its owner and superusers. */
-function toWriter(row: PublishingUserRow, viewer: PublishingCaller | undefined): Writer {
+function toWriter(row: ListedUserRow, viewer: PublishingCaller | undefined): Writer {
   const writer: Writer = { _id: row.id, name: row.name, role: row.role, createdAt: iso(row.created_at), modifiedAt: iso(row.modified_at) };
   if (viewer && (viewer.id === row.id || isSuperuser(viewer))) writer.email = row.email;
   if (row.profile_image_url !== null) writer.profileImage = { url: row.profile_image_url };

@@ -16,6 +16,11 @@ export interface PublishingUserRow {
 }
 
 const COLUMNS = ['id', 'email', 'password_hash', 'name', 'profile_image_url', 'role', 'created_at', 'modified_at'] as const;
+/** What a listing or a batch load shows of a user: everything but the password hash, which stays in the store. */
+const PUBLIC_COLUMNS = COLUMNS.filter((column) => column !== 'password_hash');
+
+/** A user as lists and batch loads read it (no password hash). */
+export type ListedUserRow = Omit<PublishingUserRow, 'password_hash'>;
 
 /** SQL for publishing users (writers, editors, superusers, readers); methods take an optional transaction. */
 export class WriterRepository {
@@ -27,10 +32,10 @@ export class WriterRepository {
   }
 
   /** One round trip for many ids (the GraphQL loaders batch through here). */
-  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<PublishingUserRow[]> {
+  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<ListedUserRow[]> {
     const valid = [...new Set(ids.filter(isObjectId))];
     if (valid.length === 0) return [];
-    return trx('publishing_users').select(COLUMNS).whereIn('id', valid);
+    return trx('publishing_users').select(PUBLIC_COLUMNS).whereIn('id', valid);
   }
 
   async findByEmail(email: string, trx: Knex = this.knex): Promise<PublishingUserRow | undefined> {
@@ -45,9 +50,9 @@ export class WriterRepository {
     roles: readonly PublishingRole[],
     page: { take: number; offset: number; after?: { key: string; id: string } | undefined },
     trx: Knex = this.knex,
-  ): Promise<Array<PublishingUserRow & { sort_key: string }>> {
+  ): Promise<Array<ListedUserRow & { sort_key: string }>> {
     const query = trx('publishing_users')
-      .select([...COLUMNS, trx.raw(`${printTimestamp('created_at')} AS sort_key`)])
+      .select([...PUBLIC_COLUMNS, trx.raw(`${printTimestamp('created_at')} AS sort_key`)])
       .whereIn('role', roles);
     if (page.after) query.whereRaw('(created_at, id) > (?::timestamptz, ?)', [page.after.key, page.after.id]);
     return query
