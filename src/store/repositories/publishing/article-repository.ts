@@ -123,8 +123,8 @@ export class ArticleRepository {
    */
   async count(filter: ArticleFilter, bound: number, trx: Knex = this.knex): Promise<{ n: number; atLeast: boolean }> {
     if (filter.search !== undefined && filter.tag === undefined) {
-      const { rows, source } = pageOf(trx, { ...filter, take: SEARCH_WINDOW, offset: 0 }, false);
-      const window = rows.select('a.search').orderByRaw(orderOf(source)).limit(SEARCH_WINDOW);
+      const source = sourceOf(trx, filter);
+      const window = filtered(source.rows, filter, false).select('a.search').orderByRaw(orderOf(source)).limit(SEARCH_WINDOW);
       const seen = await trx
         .from(window.as('a'))
         .select(trx.raw("count(*) FILTER (WHERE search @@ websearch_to_tsquery('english', ?)) AS matches, count(*) AS walked", [filter.search]))
