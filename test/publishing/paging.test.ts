@@ -149,6 +149,8 @@ describe('the next cursor', () => {
     expect(seen).toEqual(rest.items.map((item: { _id: string }) => item._id));
     const bad = await graphql(api(), actors.tokens.reader, '{ articles(after: "nonsense") { total } }');
     expect(bad.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', errors: [{ field: 'after' }] });
+    const far = await graphql(api(), actors.tokens.reader, '{ topics(offset: 10001) { total } }');
+    expect(far.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', errors: [{ field: 'offset' }] });
   });
 });
 
