@@ -16,7 +16,10 @@ export type Scalars = {
 
 export type Query = {
   __typename?: 'Query';
-  /** Published articles, newest first; `filters.status: draft` lists drafts the caller may edit. */
+  /**
+   * Published articles, newest first; `filters.status: draft` lists drafts the caller may edit.
+   * Page with `after` (the `next` of the previous page); `offset` is capped at 10000.
+   */
   articles: ArticlePage;
   /** One article, or null when it does not exist or the caller may not see it (drafts, deleted). */
   article: Maybe<Article>;
@@ -35,6 +38,7 @@ export type QueryArticlesArgs = {
   filters: InputMaybe<ArticleFilters>;
   limit?: InputMaybe<Scalars['Int']['input']>;
   offset?: InputMaybe<Scalars['Int']['input']>;
+  after: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -46,6 +50,7 @@ export type QueryArticleArgs = {
 export type QueryWritersArgs = {
   limit?: InputMaybe<Scalars['Int']['input']>;
   offset?: InputMaybe<Scalars['Int']['input']>;
+  after: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -57,6 +62,7 @@ export type QueryWriterArgs = {
 export type QueryTopicsArgs = {
   limit?: InputMaybe<Scalars['Int']['input']>;
   offset?: InputMaybe<Scalars['Int']['input']>;
+  after: InputMaybe<Scalars['String']['input']>;
 };
 
 export type Mutation = {
@@ -189,28 +195,46 @@ export type Article = {
   modifiedAt: Scalars['String']['output'];
 };
 
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type ArticlePage = {
   __typename?: 'ArticlePage';
   items: Array<Article>;
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
+  totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];
+  /** The cursor of the next page (pass it as `after`), or null on the last page. */
+  next: Maybe<Scalars['String']['output']>;
 };
 
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type WriterPage = {
   __typename?: 'WriterPage';
   items: Array<Writer>;
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
+  totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];
+  /** The cursor of the next page (pass it as `after`), or null on the last page. */
+  next: Maybe<Scalars['String']['output']>;
 };
 
+/** A page of a list; `total` is exact when `totalExact` (else a lower bound), `next` leads to the next page. */
 export type TopicPage = {
   __typename?: 'TopicPage';
   items: Array<Topic>;
+  /** How many match the list (not only what follows this page): exact when `totalExact`, else a lower bound (docs/publishing.md). */
   total: Scalars['Int']['output'];
+  /** Whether `total` is exact; false means at least `total` match (more than 10000, or a common word in a search). */
+  totalExact: Scalars['Boolean']['output'];
   limit: Scalars['Int']['output'];
   offset: Scalars['Int']['output'];
+  /** The cursor of the next page (pass it as `after`), or null on the last page. */
+  next: Maybe<Scalars['String']['output']>;
 };
 
 
@@ -288,13 +312,13 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 export type ResolversTypes = {
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  String: ResolverTypeWrapper<Scalars['String']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Role: Role;
   ArticleStatus: ArticleStatus;
   ArticleListStatus: ArticleListStatus;
   ArticleFilters: ArticleFilters;
-  String: ResolverTypeWrapper<Scalars['String']['output']>;
   FileInput: FileInput;
   ArticleInput: ArticleInput;
   TopicInput: TopicInput;
@@ -304,19 +328,19 @@ export type ResolversTypes = {
   Topic: ResolverTypeWrapper<import('../openapi/publishing.js').components['schemas']['Topic']>;
   Article: ResolverTypeWrapper<import('../openapi/publishing.js').components['schemas']['Article']>;
   ArticlePage: ResolverTypeWrapper<Omit<ArticlePage, 'items'> & { items: Array<ResolversTypes['Article']> }>;
+  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   WriterPage: ResolverTypeWrapper<Omit<WriterPage, 'items'> & { items: Array<ResolversTypes['Writer']> }>;
   TopicPage: ResolverTypeWrapper<Omit<TopicPage, 'items'> & { items: Array<ResolversTypes['Topic']> }>;
-  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
   Query: Record<PropertyKey, never>;
   Int: Scalars['Int']['output'];
+  String: Scalars['String']['output'];
   ID: Scalars['ID']['output'];
   Mutation: Record<PropertyKey, never>;
   ArticleFilters: ArticleFilters;
-  String: Scalars['String']['output'];
   FileInput: FileInput;
   ArticleInput: ArticleInput;
   TopicInput: TopicInput;
@@ -326,9 +350,9 @@ export type ResolversParentTypes = {
   Topic: import('../openapi/publishing.js').components['schemas']['Topic'];
   Article: import('../openapi/publishing.js').components['schemas']['Article'];
   ArticlePage: Omit<ArticlePage, 'items'> & { items: Array<ResolversParentTypes['Article']> };
+  Boolean: Scalars['Boolean']['output'];
   WriterPage: Omit<WriterPage, 'items'> & { items: Array<ResolversParentTypes['Writer']> };
   TopicPage: Omit<TopicPage, 'items'> & { items: Array<ResolversParentTypes['Topic']> };
-  Boolean: Scalars['Boolean']['output'];
 };
 
 export type QueryResolvers<ContextType = unknown, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
@@ -391,22 +415,28 @@ export type ArticleResolvers<ContextType = unknown, ParentType extends Resolvers
 export type ArticlePageResolvers<ContextType = unknown, ParentType extends ResolversParentTypes['ArticlePage'] = ResolversParentTypes['ArticlePage']> = {
   items?: Resolver<Array<ResolversTypes['Article']>, ParentType, ContextType>;
   total?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  totalExact?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   limit?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   offset?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  next?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type WriterPageResolvers<ContextType = unknown, ParentType extends ResolversParentTypes['WriterPage'] = ResolversParentTypes['WriterPage']> = {
   items?: Resolver<Array<ResolversTypes['Writer']>, ParentType, ContextType>;
   total?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  totalExact?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   limit?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   offset?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  next?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type TopicPageResolvers<ContextType = unknown, ParentType extends ResolversParentTypes['TopicPage'] = ResolversParentTypes['TopicPage']> = {
   items?: Resolver<Array<ResolversTypes['Topic']>, ParentType, ContextType>;
   total?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  totalExact?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   limit?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   offset?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  next?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type Resolvers<ContextType = unknown> = {

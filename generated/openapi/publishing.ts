@@ -15,6 +15,11 @@ export interface paths {
          *     own drafts, editors and superusers everyone's (newest first by `createdAt`). `q` is a
          *     full-text search over title and text (PostgreSQL `websearch_to_tsquery` syntax: words,
          *     `"quoted phrases"`, `or`, `-excluded`).
+         *
+         *     Paging: follow `next` (send it back as `after`) to walk the whole list, each article exactly
+         *     once even while articles are published meanwhile; `offset` is capped at 10000. `total` is
+         *     exact up to 10000 (`totalExact`). Every filter is answered from an index in the list's order,
+         *     so a page costs about the same at any number of articles.
          */
         get: operations["listArticles"];
         put?: never;
@@ -242,14 +247,16 @@ export interface components {
             profileImage?: components["schemas"]["ProfileImage"];
             role?: components["schemas"]["Role"];
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         WriterList: {
             items: components["schemas"]["Writer"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
         LoginInput: {
             /** @example ada@example.com */
@@ -323,14 +330,16 @@ export interface components {
              */
             topic?: string | null;
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         ArticleList: {
             items: components["schemas"]["Article"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
         Topic: {
             _id: components["schemas"]["Id"];
@@ -343,15 +352,37 @@ export interface components {
             /** @example Engineering */
             title: string;
         };
+        /** @description A page of the list (see `Page` for `total`, `totalExact` and `next`). */
         TopicList: {
             items: components["schemas"]["Topic"][];
-            /** @example 1 */
-            total: number;
+            total: components["schemas"]["Total"];
+            totalExact: components["schemas"]["TotalExact"];
             /** @example 20 */
             limit: number;
             /** @example 0 */
             offset: number;
+            next: components["schemas"]["NextCursor"];
         };
+        /**
+         * @description How many items match the list's filters (the whole list, not what is left after this page).
+         *     Exact when `totalExact` is true. Otherwise a lower bound ("at least `total`"): 10000 when more
+         *     than 10000 match (counting never walks more than 10001 rows, so it costs the same at any
+         *     table size); and for a full-text search (`q`) of a word found in at least 1% of the newest
+         *     2000 articles of the list, the matches among those 2000 (counting every match of a common
+         *     word would cost as much as there are matches).
+         * @example 1
+         */
+        Total: number;
+        /**
+         * @description Whether `total` is the exact count; false means `total` is a lower bound (see `Total`).
+         * @example true
+         */
+        TotalExact: boolean;
+        /**
+         * @description The cursor of the next page (send it as `after`), or null when this page is the last one.
+         * @example null
+         */
+        NextCursor: string | null;
         FieldError: {
             /** @example title */
             field: string;
@@ -487,10 +518,20 @@ export interface components {
          */
         Limit: number;
         /**
-         * @description Items to skip.
+         * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+         *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+         *     0 or left out when `after` is given.
          * @example 0
          */
         Offset: number;
+        /**
+         * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+         *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+         *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+         *     naming `after`.
+         * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+         */
+        After: string;
     };
     requestBodies: never;
     headers: {
@@ -518,10 +559,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
                 /**
                  * @description Only articles of this topic id.
                  * @example 6561a3f0c0ffee0000000003
@@ -588,8 +639,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["ArticleList"];
@@ -885,10 +938,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
             };
             header?: never;
             path?: never;
@@ -920,8 +983,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["WriterList"];
@@ -1116,10 +1181,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Items to skip.
+                 * @description Items to skip, at most 10000 (skipping walks every skipped row, so it is capped like `total`;
+                 *     above the cap the answer is a 400 problem naming `offset`). Page further with `after`. Must be
+                 *     0 or left out when `after` is given.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
+                /**
+                 * @description Where this page starts: the `next` cursor of the previous page of the same list (opaque; send
+                 *     it back unchanged, with the same filters). Rows added or removed meanwhile never make a row
+                 *     show twice or be skipped. A cursor of another list, or no cursor at all, is a 400 problem
+                 *     naming `after`.
+                 * @example WyJ0b3BpY3MiLCJlbmdpbmVlcmluZyIsIjY1NjFhM2YwYzBmZmVlMDAwMDAwMDAwMyJd
+                 */
+                after?: components["parameters"]["After"];
             };
             header?: never;
             path?: never;
@@ -1146,8 +1221,10 @@ export interface operations {
                      *         }
                      *       ],
                      *       "total": 1,
+                     *       "totalExact": true,
                      *       "limit": 20,
-                     *       "offset": 0
+                     *       "offset": 0,
+                     *       "next": null
                      *     }
                      */
                     "application/json": components["schemas"]["TopicList"];

@@ -37,11 +37,11 @@ export function publishingGraphqlContext(caller: PublishingCaller, services: Pub
 /** Resolvers typed from the SDL; each one calls the same service as its REST handler. */
 const publishingResolvers: Resolvers<PublishingGraphqlContext> = {
   Query: {
-    articles: (_root, { filters, limit, offset }, { caller, services }) => services.articles.list(caller, filters ?? {}, limit, offset),
+    articles: (_root, { filters, ...paging }, { caller, services }) => services.articles.list(caller, filters ?? {}, paging),
     article: (_root, { id }, { caller, services }) => orNull(services.articles.get(caller, id)),
-    writers: (_root, { limit, offset }, { caller, services }) => services.writers.list(caller, limit, offset),
+    writers: (_root, paging, { caller, services }) => services.writers.list(caller, paging),
     writer: (_root, { id }, { loaders }) => loaders.writers.load(id),
-    topics: (_root, { limit, offset }, { services }) => services.topics.list(limit, offset),
+    topics: (_root, paging, { services }) => services.topics.list(paging),
     me: (_root, _args, { me }) => me(),
   },
   Mutation: {

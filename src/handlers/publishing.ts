@@ -38,8 +38,8 @@ export function publishingApiHandlers({ writers, articles, topics }: PublishingS
   const signIn = createLocalSignIn((email, password, address) => writers.login(email, password, address), { usernameField: 'email' });
   return {
     listArticles: async (call) => {
-      const { limit, offset, ...filters } = call.query;
-      return { status: 200, body: await articles.list(callerOf(call), filters, limit, offset) };
+      const { limit, offset, after, ...filters } = call.query;
+      return { status: 200, body: await articles.list(callerOf(call), filters, { limit, offset, after }) };
     },
     createArticle: async (call) => ({ status: 201, body: await articles.create(callerOf(call), call.body) }),
     getArticle: async (call) => ({ status: 200, body: await articles.get(callerOf(call), call.params.id) }),
@@ -57,7 +57,7 @@ export function publishingApiHandlers({ writers, articles, topics }: PublishingS
     }),
     listWriters: async (call) => ({
       status: 200,
-      body: await writers.list(callerOf(call), call.query.limit, call.query.offset),
+      body: await writers.list(callerOf(call), call.query),
     }),
     createWriter: async (call) => ({ status: 201, body: await writers.create(callerOf(call), call.body) }),
     getWriter: async (call) => ({ status: 200, body: await writers.get(callerOf(call), call.params.id) }),
@@ -68,7 +68,7 @@ export function publishingApiHandlers({ writers, articles, topics }: PublishingS
     },
     listTopics: async (call) => {
       callerOf(call);
-      return { status: 200, body: await topics.list(call.query.limit, call.query.offset) };
+      return { status: 200, body: await topics.list(call.query) };
     },
     createTopic: async (call) => ({ status: 201, body: await topics.create(callerOf(call), call.body) }),
   };

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
-import { ArticleRepository, type ArticleContent, type ArticleRow } from '../../store/repositories/publishing/article-repository.js';
+import { ArticleRepository, type ArticleContent, type ArticleRow, type ListedArticleRow } from '../../store/repositories/publishing/article-repository.js';
 import { TopicRepository } from '../../store/repositories/publishing/topic-repository.js';
-import { InputCheck, isAuthor, isEditor, isSuperuser, iso, pageOf, requireRole, type PublishingCaller } from './rules.js';
+import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder, type Position } from './page.js';
+import { InputCheck, isAuthor, isEditor, isSuperuser, iso, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
 import type { Article, ArticleInput, ArticleList } from './types.js';
 
 /** Filters of an article list; all optional (status defaults to published). */
@@ -15,6 +16,9 @@ export interface ArticleFilters {
 }
 
 const MAX_TAGS = 20;
+// Cursors of the two article orders: by publishedAt (published) and by createdAt (drafts).
+const PUBLISHED_ORDER: ListOrder = { name: 'articles.published', key: TIMESTAMP_KEY };
+const DRAFT_ORDER: ListOrder = { name: 'articles.draft', key: TIMESTAMP_KEY };
 const MAX_FILES = 20;
 
 /**
@@ -33,26 +37,32 @@ export class ArticleService {
 
   /**
    * Published articles, newest first, for anyone. `status: draft` needs an author: writers get
-   * their own drafts, editors and superusers everyone's.
+   * their own drafts, editors and superusers everyone's. Pages by cursor or capped offset, with a
+   * bounded total (page.ts).
    */
-  async list(viewer: PublishingCaller | undefined, filters: ArticleFilters = {}, limit?: number | null, offset?: number | null): Promise<ArticleList> {
-    const page = pageOf(limit, offset);
+  async list(viewer: PublishingCaller | undefined, filters: ArticleFilters = {}, paging: ListPaging = {}): Promise<ArticleList> {
+    const status = filters.status ?? 'published';
+    const order = status === 'published' ? PUBLISHED_ORDER : DRAFT_ORDER;
+    const request = pageRequest(order, paging.limit, paging.offset, paging.after);
     const check = new InputCheck();
     if (filters.q != null) check.check('q', filters.q.length <= 200, 'must be at most 200 characters');
     if (filters.tag != null) check.check('tag', filters.tag.length <= 50, 'must be at most 50 characters');
     check.done();
-    const status = filters.status ?? 'published';
     let authorId = filters.author ?? undefined;
     if (status === 'draft') {
       const self = requireRole(viewer, isAuthor, 'Only writers may list drafts.');
       if (!isEditor(self)) {
-        if (authorId !== undefined && authorId !== self.id) return { items: [], total: 0, ...page };
+        if (authorId !== undefined && authorId !== self.id)
+          return { items: [], ...pageOf(order, request, { rows: [], counted: { n: 0, atLeast: false } }, positionOf).page };
         authorId = self.id;
       }
     }
     const search = filters.q?.trim() ? filters.q.trim() : undefined;
-    const { rows, total } = await this.articles.list({ status, authorId, topicId: filters.topic ?? undefined, tag: filters.tag ?? undefined, search, ...page });
-    return { items: rows.map(toArticle), total, ...page };
+    const filter = { status, authorId, topicId: filters.topic ?? undefined, tag: filters.tag ?? undefined, search };
+    const rows = await this.articles.list({ ...filter, take: request.limit + 1, offset: request.offset, after: request.after });
+    const counted = await countFor(request, rows, (bound) => this.articles.count(filter, bound));
+    const { rows: shown, page } = pageOf(order, request, { rows, counted }, positionOf);
+    return { items: shown.map(toArticle), ...page };
   }
 
   /** One article; drafts only for those who may edit them, deleted ones for nobody (404). */
@@ -171,6 +181,10 @@ function toArticle(row: ArticleRow): Article {
     createdAt: iso(row.created_at),
     modifiedAt: iso(row.modified_at),
   };
+}
+
+function positionOf(row: ListedArticleRow): Position {
+  return { key: row.sort_key, id: row.id };
 }
 
 function notFound(): AppError {

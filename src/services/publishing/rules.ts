@@ -11,10 +11,6 @@ export interface PublishingCaller {
 export const AUTHOR_ROLES: readonly PublishingRole[] = ['writer', 'editor', 'superuser'];
 export const ALL_ROLES: readonly PublishingRole[] = ['superuser', 'editor', 'writer', 'reader'];
 
-const DEFAULT_LIMIT = 20;
-const MAX_LIMIT = 100;
-const MAX_OFFSET = 1_000_000;
-
 /** Whether the caller can author articles (superuser passes every role check). */
 export function isAuthor(caller: PublishingCaller | undefined): boolean {
   return caller !== undefined && AUTHOR_ROLES.includes(caller.role);
@@ -42,16 +38,12 @@ export function requireRole(caller: PublishingCaller | undefined, allowed: (call
   return known;
 }
 
-/** Page bounds shared by every list: limit 1–100 (default 20), offset ≥ 0 (default 0). */
-export function pageOf(limit: number | null | undefined, offset: number | null | undefined): { limit: number; offset: number } {
-  const page = { limit: limit ?? DEFAULT_LIMIT, offset: offset ?? 0 };
-  const violations: Violation[] = [];
-  if (!Number.isInteger(page.limit) || page.limit < 1 || page.limit > MAX_LIMIT)
-    violations.push({ field: 'limit', message: `must be between 1 and ${MAX_LIMIT}` });
-  if (!Number.isInteger(page.offset) || page.offset < 0 || page.offset > MAX_OFFSET)
-    violations.push({ field: 'offset', message: `must be between 0 and ${MAX_OFFSET}` });
-  if (violations.length > 0) throw invalid(violations);
-  return page;
+/** How a list request pages, as the caller sent it (checked by `pageRequest`, page.ts). */
+export interface ListPaging {
+  limit?: number | null | undefined;
+  offset?: number | null | undefined;
+  /** The `next` cursor of the previous page. */
+  after?: string | null | undefined;
 }
 
 /** Collects violations of one input; `done()` throws a 400 naming all of them. */

@@ -1,7 +1,11 @@
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { TopicRepository, type TopicRow } from '../../store/repositories/publishing/topic-repository.js';
-import { InputCheck, isSuperuser, iso, onUniqueViolation, pageOf, requireRole, type PublishingCaller } from './rules.js';
+import { countFor, pageOf, pageRequest, type ListOrder } from './page.js';
+import { InputCheck, isSuperuser, iso, onUniqueViolation, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
+
+// Topics are ordered by lower(title), which is unique: the key alone is the position (any text).
+const TOPIC_ORDER: ListOrder = { name: 'topics', key: /^[^]*$/ };
 import type { Topic, TopicInput, TopicList } from './types.js';
 
 /** Topics (docs/publishing.md): public to read, created by superusers, titles unique regardless of case. */
@@ -12,10 +16,13 @@ export class TopicService {
     this.topics = new TopicRepository(knex);
   }
 
-  async list(limit?: number | null, offset?: number | null): Promise<TopicList> {
-    const page = pageOf(limit, offset);
-    const { rows, total } = await this.topics.list(page.limit, page.offset);
-    return { items: rows.map(toTopic), total, ...page };
+  /** Topics by title, by cursor or capped offset, with a bounded total (page.ts). */
+  async list(paging: ListPaging = {}): Promise<TopicList> {
+    const request = pageRequest(TOPIC_ORDER, paging.limit, paging.offset, paging.after);
+    const rows = await this.topics.list({ take: request.limit + 1, offset: request.offset, after: request.after });
+    const counted = await countFor(request, rows, (bound) => this.topics.count(bound));
+    const { rows: shown, page } = pageOf(TOPIC_ORDER, request, { rows, counted }, (row) => ({ key: row.sort_key, id: row.id }));
+    return { items: shown.map(toTopic), ...page };
   }
 
   /** Many topics in one query, in the order asked, null where unknown (batch loading). */

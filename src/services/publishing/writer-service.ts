@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { hashPassword, verifyPassword } from '../../auth/passwords.js';
 import type { TokenService } from '../../auth/token-service.js';
-import { WriterRepository, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
+import { WriterRepository, type ListedUserRow, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
 import {
   ALL_ROLES,
   AUTHOR_ROLES,
@@ -10,13 +10,17 @@ import {
   isSuperuser,
   iso,
   onUniqueViolation,
-  pageOf,
   requireCaller,
   requireRole,
+  type ListPaging,
   type PublishingCaller,
 } from './rules.js';
+import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder } from './page.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
 import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInThrottleOptions } from '../sign-in-throttle.js';
+
+// Writers are ordered by createdAt, then id.
+const WRITER_ORDER: ListOrder = { name: 'writers', key: TIMESTAMP_KEY };
 
 /**
  * Publishing users (docs/publishing.md): sign-in and tokens of audience `publishing`, creation by superusers,
@@ -79,12 +83,14 @@ export class WriterService {
     return toWriter(await this.insert(input.email, input.password, input.name, input.role ?? 'writer', input.profileImage?.url ?? null), self);
   }
 
-  /** Writers oldest first; superusers see readers too. */
-  async list(viewer: PublishingCaller | undefined, limit?: number | null, offset?: number | null): Promise<WriterList> {
-    const page = pageOf(limit, offset);
+  /** Writers oldest first, by cursor or capped offset, with a bounded total (page.ts); superusers see readers too. */
+  async list(viewer: PublishingCaller | undefined, paging: ListPaging = {}): Promise<WriterList> {
+    const request = pageRequest(WRITER_ORDER, paging.limit, paging.offset, paging.after);
     const roles = isSuperuser(viewer) ? ALL_ROLES : AUTHOR_ROLES;
-    const { rows, total } = await this.users.list(roles, page.limit, page.offset);
-    return { items: rows.map((row) => toWriter(row, viewer)), total, ...page };
+    const rows = await this.users.list(roles, { take: request.limit + 1, offset: request.offset, after: request.after });
+    const counted = await countFor(request, rows, (bound) => this.users.count(roles, bound));
+    const { rows: shown, page } = pageOf(WRITER_ORDER, request, { rows, counted }, (row) => ({ key: row.sort_key, id: row.id }));
+    return { items: shown.map((row) => toWriter(row, viewer)), ...page };
   }
 
   /** One user as the viewer may see them; 404 when there is none or it is hidden from them. */
@@ -139,12 +145,12 @@ export class WriterService {
   }
 }
 
-function visible(viewer: PublishingCaller | undefined, row: PublishingUserRow): boolean {
+function visible(viewer: PublishingCaller | undefined, row: ListedUserRow): boolean {
   return AUTHOR_ROLES.includes(row.role) || isSuperuser(viewer) || viewer?.id === row.id;
 }
 
 /** The wire shape of a user for one viewer: never a password, an email only for its owner and superusers. */
-function toWriter(row: PublishingUserRow, viewer: PublishingCaller | undefined): Writer {
+function toWriter(row: ListedUserRow, viewer: PublishingCaller | undefined): Writer {
   const writer: Writer = { _id: row.id, name: row.name, role: row.role, createdAt: iso(row.created_at), modifiedAt: iso(row.modified_at) };
   if (viewer && (viewer.id === row.id || isSuperuser(viewer))) writer.email = row.email;
   if (row.profile_image_url !== null) writer.profileImage = { url: row.profile_image_url };

@@ -7,6 +7,8 @@ import * as createIam from './20261122190000_create_iam.js';
 import * as createPublishing from './20261122160000_create_publishing.js';
 import * as createWebhooks from './20261122170000_create_webhooks.js';
 import * as indexUsersByCreation from './20261126110000_index_users_by_creation.js';
+import * as publishingListIndexes from './20261126100000_publishing_list_indexes.js';
+import * as publishingArticleTags from './20261126100100_publishing_article_tags.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -26,6 +28,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122160000_create_publishing': createPublishing,
   '20261122170000_create_webhooks': createWebhooks,
   '20261126110000_index_users_by_creation': indexUsersByCreation,
+  '20261126100000_publishing_list_indexes': publishingListIndexes,
+  '20261126100100_publishing_article_tags': publishingArticleTags,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -44,13 +44,23 @@ async function article({ published = false, deleted = false } = {}) {
   return id;
 }
 
+/** The `next` cursor of a list's first page (the list must have a second page). */
+async function nextCursor(path) {
+  const first = await api('GET', path);
+  if (first.status !== 200 || typeof first.body.next !== 'string')
+    throw new Error(`${path} answered ${first.status} without a next cursor: ${JSON.stringify(first.body)}`);
+  return encodeURIComponent(first.body.next);
+}
+
 /** How each documented response is provoked. */
 const PLANS = {
+  // The second page of a filtered list, reached by the first page's `next` cursor.
   'GET /v1/articles 200': async (t) => {
     await article({ published: true });
-    rewrite(t, { path: '/v1/articles?limit=20&offset=0&tag=contract&q=contract' });
+    await article({ published: true });
+    rewrite(t, { path: `/v1/articles?limit=1&tag=contract&q=contract&after=${await nextCursor('/v1/articles?limit=1&tag=contract&q=contract')}` });
   },
-  'GET /v1/articles 400': (t) => rewrite(t, { path: '/v1/articles?limit=1000' }),
+  'GET /v1/articles 400': (t) => rewrite(t, { path: '/v1/articles?offset=10001' }),
   'GET /v1/articles 401': (t) => rewrite(t, { path: '/v1/articles?status=draft', dropAuth: true }),
   'GET /v1/articles 403': (t) => rewrite(t, { path: '/v1/articles?status=draft', token: state.tokens.reader }),
 
@@ -83,8 +93,8 @@ const PLANS = {
   'POST /v1/articles/{id}/publish 409': async (t) =>
     rewrite(t, { path: `/v1/articles/${await article({ deleted: true })}/publish`, token: state.tokens.superuser }),
 
-  'GET /v1/writers 200': (t) => rewrite(t, { path: '/v1/writers?limit=20&offset=0', dropAuth: true }),
-  'GET /v1/writers 400': (t) => rewrite(t, { path: '/v1/writers?limit=0' }),
+  'GET /v1/writers 200': async (t) => rewrite(t, { path: `/v1/writers?limit=1&after=${await nextCursor('/v1/writers?limit=1')}`, dropAuth: true }),
+  'GET /v1/writers 400': (t) => rewrite(t, { path: '/v1/writers?after=not-a-cursor' }),
   'GET /v1/writers 401': (t) => rewrite(t, { path: '/v1/writers', token: BAD_TOKEN }),
 
   'POST /v1/writers 201': (t) =>
@@ -120,8 +130,11 @@ const PLANS = {
   // A reader is listed to superusers and themself only; to the public it is as unknown as any id.
   'GET /v1/writers/{id} 404': (t) => rewrite(t, { path: `/v1/writers/${state.ids.reader}`, dropAuth: true }),
 
-  'GET /v1/topics 200': (t) => rewrite(t, { path: '/v1/topics?limit=20&offset=0' }),
-  'GET /v1/topics 400': (t) => rewrite(t, { path: '/v1/topics?offset=-1' }),
+  'GET /v1/topics 200': async (t) => {
+    await api('POST', '/v1/topics', { token: state.tokens.superuser, body: { title: unique('Topic') } });
+    rewrite(t, { path: `/v1/topics?limit=1&after=${await nextCursor('/v1/topics?limit=1')}` });
+  },
+  'GET /v1/topics 400': (t) => rewrite(t, { path: '/v1/topics?offset=10001' }),
   'GET /v1/topics 401': (t) => rewrite(t, { path: '/v1/topics', token: BAD_TOKEN }),
 
   'POST /v1/topics 201': (t) => rewrite(t, { token: state.tokens.superuser, body: { title: unique('Topic') } }),

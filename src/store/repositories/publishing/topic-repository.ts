@@ -30,19 +30,26 @@ export class TopicRepository {
     return trx('publishing_topics').select(COLUMNS).whereRaw('lower(title) = lower(?)', [title]).first();
   }
 
-  /** A page of topics by title, and how many there are in all. */
-  async list(limit: number, offset: number, trx: Knex = this.knex): Promise<{ rows: TopicRow[]; total: number }> {
-    const rows: Array<TopicRow & { total: number }> = await trx('publishing_topics')
-      .select([...COLUMNS, trx.raw('count(*) OVER () AS total')])
-      .orderByRaw('lower(title), id')
-      .limit(limit)
-      .offset(offset);
-    let total = rows[0]?.total;
-    if (total === undefined) {
-      const row = await trx('publishing_topics').count<{ n: number }[]>('* as n').first();
-      total = Number(row?.n ?? 0);
-    }
-    return { rows, total };
+  /**
+   * A page of topics by title regardless of case, after a position or an offset; `sort_key` is the
+   * lower-cased title, unique (publishing_topics_title_unique), so the index alone orders the page.
+   */
+  async list(
+    page: { take: number; offset: number; after?: { key: string } | undefined },
+    trx: Knex = this.knex,
+  ): Promise<Array<TopicRow & { sort_key: string }>> {
+    const query = trx('publishing_topics').select([...COLUMNS, trx.raw('lower(title) AS sort_key')]);
+    if (page.after) query.whereRaw('lower(title) > ?', [page.after.key]);
+    return query.orderByRaw('lower(title)').limit(page.take).offset(page.offset);
+  }
+
+  /** How many topics there are, counting no further than `bound` rows. */
+  async count(bound: number, trx: Knex = this.knex): Promise<number> {
+    const row = await trx
+      .from(trx('publishing_topics').select(trx.raw('1')).limit(bound).as('matching'))
+      .count<{ n: number }[]>('* as n')
+      .first();
+    return Number(row?.n ?? 0);
   }
 
   async insert(title: string, trx: Knex = this.knex): Promise<TopicRow> {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { isObjectId, newObjectId } from './object-id.js';
+import { printTimestamp } from './sort-key.js';
 
 export type PublishingRole = 'superuser' | 'editor' | 'writer' | 'reader';
 
@@ -15,6 +16,11 @@ export interface PublishingUserRow {
 }
 
 const COLUMNS = ['id', 'email', 'password_hash', 'name', 'profile_image_url', 'role', 'created_at', 'modified_at'] as const;
+/** What a listing or a batch load shows of a user: everything but the password hash, which stays in the store. */
+const PUBLIC_COLUMNS = COLUMNS.filter((column) => column !== 'password_hash');
+
+/** A user as lists and batch loads read it (no password hash). */
+export type ListedUserRow = Omit<PublishingUserRow, 'password_hash'>;
 
 /** SQL for publishing users (writers, editors, superusers, readers); methods take an optional transaction. */
 export class WriterRepository {
@@ -26,30 +32,39 @@ export class WriterRepository {
   }
 
   /** One round trip for many ids (the GraphQL loaders batch through here). */
-  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<PublishingUserRow[]> {
+  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<ListedUserRow[]> {
     const valid = [...new Set(ids.filter(isObjectId))];
     if (valid.length === 0) return [];
-    return trx('publishing_users').select(COLUMNS).whereIn('id', valid);
+    return trx('publishing_users').select(PUBLIC_COLUMNS).whereIn('id', valid);
   }
 
   async findByEmail(email: string, trx: Knex = this.knex): Promise<PublishingUserRow | undefined> {
     return trx('publishing_users').select(COLUMNS).whereRaw('lower(email) = lower(?)', [email]).first();
   }
 
-  /** A page of users with the given roles, oldest first, and how many there are in all. */
-  async list(roles: readonly PublishingRole[], limit: number, offset: number, trx: Knex = this.knex): Promise<{ rows: PublishingUserRow[]; total: number }> {
-    const rows: Array<PublishingUserRow & { total: number }> = await trx('publishing_users')
-      .select([...COLUMNS, trx.raw('count(*) OVER () AS total')])
-      .whereIn('role', roles)
+  /**
+   * A page of users with the given roles, oldest first (createdAt, then id), after a position or an
+   * offset; `sort_key` is createdAt printed for cursors. The index on (created_at, id) walks this order.
+   */
+  async list(
+    roles: readonly PublishingRole[],
+    page: { take: number; offset: number; after?: { key: string; id: string } | undefined },
+    trx: Knex = this.knex,
+  ): Promise<Array<ListedUserRow & { sort_key: string }>> {
+    const query = trx('publishing_users')
+      .select([...PUBLIC_COLUMNS, trx.raw(`${printTimestamp('created_at')} AS sort_key`)])
+      .whereIn('role', roles);
+    if (page.after) query.whereRaw('(created_at, id) > (?::timestamptz, ?)', [page.after.key, page.after.id]);
+    return query
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
-      .limit(limit)
-      .offset(offset);
-    const total = rows[0]?.total ?? (offset > 0 ? await this.count(roles, trx) : 0);
-    return { rows, total };
+      .limit(page.take)
+      .offset(page.offset);
   }
 
-  async count(roles: readonly PublishingRole[], trx: Knex = this.knex): Promise<number> {
-    const row = await trx('publishing_users').whereIn('role', roles).count<{ n: number }[]>('* as n').first();
+  /** How many users have the given roles, counting no further than `bound` rows. */
+  async count(roles: readonly PublishingRole[], bound: number, trx: Knex = this.knex): Promise<number> {
+    const matching = trx('publishing_users').select(trx.raw('1')).whereIn('role', roles).limit(bound);
+    const row = await trx.from(matching.as('matching')).count<{ n: number }[]>('* as n').first();
     return Number(row?.n ?? 0);
   }
 
