@@ -244,11 +244,20 @@ export interface components {
         };
         WriterList: {
             items: components["schemas"]["Writer"][];
-            /** @example 1 */
+            /**
+             * Format: int32
+             * @example 1
+             */
             total: number;
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
         };
         LoginInput: {
@@ -325,11 +334,20 @@ export interface components {
         };
         ArticleList: {
             items: components["schemas"]["Article"][];
-            /** @example 1 */
+            /**
+             * Format: int32
+             * @example 1
+             */
             total: number;
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
         };
         Topic: {
@@ -345,11 +363,20 @@ export interface components {
         };
         TopicList: {
             items: components["schemas"]["Topic"][];
-            /** @example 1 */
+            /**
+             * Format: int32
+             * @example 1
+             */
             total: number;
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
         };
         FieldError: {
@@ -364,7 +391,10 @@ export interface components {
             type: string;
             /** @example Bad Request */
             title: string;
-            /** @example 400 */
+            /**
+             * Format: int32
+             * @example 400
+             */
             status: number;
             /** @example The request is invalid. */
             detail: string;
