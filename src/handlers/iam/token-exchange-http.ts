@@ -5,7 +5,7 @@ import { GRANT_TYPE_TOKEN_EXCHANGE, TokenExchangeError, type TokenExchange, type
 
 export const TOKEN_EXCHANGE_PATH = '/oauth2/token/exchange';
 export const AUTHORIZATION_SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
-export const JWKS_PATH = '/.well-known/jwks.json';
+const JWKS_PATH = '/.well-known/jwks.json';
 const BODY_LIMIT = 64 * 1024;
 /** Form fields that may appear once only (RFC 6749 §3.2: parameters MUST NOT repeat). */
 const SINGLE = ['grant_type', 'requested_token_type', 'subject_token', 'subject_token_type', 'actor_token', 'actor_token_type'] as const;
