@@ -163,6 +163,51 @@ describe("the Python SDK's full-update request", () => {
     expect(after.spec?.sshKeys ?? []).toEqual([]);
   });
 
+  // test_update_list: metadata.id and an empty spec, so the SDK names each default spec field of
+  // the public cloud's Instance; names our Instance lacks (filesystems, gpu_cluster, hostname…) are ignored.
+  test("on an instance with an empty spec (test_update_list's exact mask): the named fields reset, the rest kept", async () => {
+    const mask =
+      'metadata.(created_at,labels,name,parent_id,resource_version,updated_at),' +
+      'spec.(boot_disk,cloud_init_user_data,filesystems,gpu_cluster,hostname,' +
+      'local_disks,network_interfaces,nvl_instance_group_id,preemptible,' +
+      'recovery_policy,reservation_policy,resources,secondary_disks,' +
+      'service_account_id,stopped)';
+    const token = cloud.admin.token;
+    const instance = await createInstance(
+      cloud,
+      'pysdk-list',
+      {
+        description: 'kept',
+        sshKeys: ['k1'],
+        resources: { platform: 'cpu-e2', preset: '2vcpu-8gb' },
+        secondaryDisks: [{ deviceId: 'sdb', diskId: 'disk-b' }],
+        networkInterfaces: [{ name: 'eth0', subnetId: 'subnet-1' }],
+        cloudInitUserData: '#cloud-config',
+        imageFamily: 'ubuntu',
+      },
+      'project-masks',
+    );
+    const id = instance.metadata?.id ?? '';
+    const { message: operation } = await cloud.grpc.call(
+      M.update,
+      { metadata: { id }, spec: {} },
+      { token, headers: { 'x-resetmask': mask, 'x-idempotency-key': randomUUID() } },
+    );
+    expect(operation.requestHeaders['x-resetmask']?.values).toEqual([canonical(mask)]);
+    expect((await waitForOperation(cloud.grpc, token, operation.id)).status?.code).toBe(GrpcStatus.OK);
+    const { message: after } = await cloud.grpc.call(M.get, { id }, { token });
+    expect(after.metadata).toMatchObject({ parentId: 'project-masks', name: 'pysdk-list' });
+    expect(after.spec).toMatchObject({
+      description: 'kept',
+      sshKeys: ['k1'],
+      imageFamily: 'ubuntu',
+      cloudInitUserData: '',
+      secondaryDisks: [],
+      networkInterfaces: [],
+    });
+    expect(after.spec?.resources).toBeUndefined();
+  });
+
   test('a different parent_id is still refused: the parent is immutable', async () => {
     const instance = await createInstance(cloud, 'pysdk-move', {}, 'project-masks');
     const error = await expectGrpcError(
