@@ -252,9 +252,15 @@ export interface components {
             items: components["schemas"]["Writer"][];
             total: components["schemas"]["Total"];
             totalExact: components["schemas"]["TotalExact"];
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
             next: components["schemas"]["NextCursor"];
         };
@@ -335,9 +341,15 @@ export interface components {
             items: components["schemas"]["Article"][];
             total: components["schemas"]["Total"];
             totalExact: components["schemas"]["TotalExact"];
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
             next: components["schemas"]["NextCursor"];
         };
@@ -357,13 +369,20 @@ export interface components {
             items: components["schemas"]["Topic"][];
             total: components["schemas"]["Total"];
             totalExact: components["schemas"]["TotalExact"];
-            /** @example 20 */
+            /**
+             * Format: int32
+             * @example 20
+             */
             limit: number;
-            /** @example 0 */
+            /**
+             * Format: int32
+             * @example 0
+             */
             offset: number;
             next: components["schemas"]["NextCursor"];
         };
         /**
+         * Format: int32
          * @description How many items match the list's filters (the whole list, not what is left after this page).
          *     Exact when `totalExact` is true. Otherwise a lower bound ("at least `total`"): 10000 when more
          *     than 10000 match (counting never walks more than 10001 rows, so it costs the same at any
@@ -395,7 +414,10 @@ export interface components {
             type: string;
             /** @example Bad Request */
             title: string;
-            /** @example 400 */
+            /**
+             * Format: int32
+             * @example 400
+             */
             status: number;
             /** @example The request is invalid. */
             detail: string;

@@ -374,6 +374,7 @@ export interface components {
              */
             contentType: string | null;
             /**
+             * Format: int64
              * @description Body bytes received (more than the stored bytes when `truncated`).
              * @example 16
              */
@@ -439,7 +440,10 @@ export interface components {
             type: string;
             /** @example Not Found */
             title: string;
-            /** @example 404 */
+            /**
+             * Format: int32
+             * @example 404
+             */
             status: number;
             /** @example No such route. */
             detail?: string;

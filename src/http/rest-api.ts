@@ -545,9 +545,17 @@ function rejectNulCharacters(call: RestCall, operation: Operation): void {
     throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
 }
 
+/**
+ * At most this many violations are answered, each field name at most this long: ajv reports every
+ * unknown property, so without a bound a body of a million of them would be echoed back whole. The
+ * error schemas of the contracts promise these bounds (`maxItems`, `maxLength`; docs/contracts.md).
+ */
+const MAX_VIOLATIONS = 100;
+const MAX_FIELD_LENGTH = 1024;
+
 /** Turns ajv's errors into `{field, message}` entries that name the request part and property. */
 function violationsOf(errors: ErrorObject[]): Violation[] {
-  return errors.map((error) => {
+  return errors.slice(0, MAX_VIOLATIONS).map((error) => {
     const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const missing = error.keyword === 'required' ? String((error.params as { missingProperty?: string }).missingProperty ?? '') : '';
     const extra = error.keyword === 'additionalProperties' ? String((error.params as { additionalProperty?: string }).additionalProperty ?? '') : '';
@@ -555,6 +563,6 @@ function violationsOf(errors: ErrorObject[]): Violation[] {
     const field = [base.replace(/^requestBody\.?/, '').replace(/^(path|query|header)\.?/, ''), leaf].filter(Boolean).join('.');
     const message = extra ? 'is not a known property' : (error.message ?? 'is invalid');
     // A missing body is ajv's `required: requestBody`; clients know it as the body.
-    return { field: field === '' || field === 'requestBody' ? 'body' : field, message };
+    return { field: field === '' || field === 'requestBody' ? 'body' : field.slice(0, MAX_FIELD_LENGTH), message };
   });
 }

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { DescService } from '@bufbuild/protobuf';
 import { createGrpcUnaryHandler } from './grpc-unary.js';
+import { headerLinesKey, headerLinesOf } from './header-lines.js';
 import { grpcUnaryServices, rpcPathsOf, rpcRoutes } from './rpc-routes.js';
 import { cloudJsonRegistry } from '../handlers/cloud/json-registry.js';
 import type { Config } from '../config.js';
@@ -98,6 +99,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const rpc = connectNodeAdapter({
     contextValues: (req) => {
       const values = createContextValues();
+      values.set(headerLinesKey, headerLinesOf(req.rawHeaders));
       const outcome = rpcOutcomes.get(req);
       if (outcome) values.set(rpcOutcomeKey, outcome);
       return values;
@@ -240,6 +242,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
             metrics?.recordRequest('grpc', rpcPaths.has(path) ? path.slice(1) : 'unmatched', grpcCodeName(code), (performance.now() - started) / 1000);
           },
           { traceparent: formatTraceparent(trace) },
+          rawHeaders,
         );
       // As for HTTP dispatch: no AsyncLocalStorage (and so none of Node 20's promise hooks) when the logger writes nothing.
       if (logger.isLevelEnabled('fatal')) requestLogFields.run(logFields, serveCall);

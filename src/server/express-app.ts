@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import http2 from 'node:http2';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
@@ -50,8 +51,15 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
       .status(ready ? 200 : 503)
       .json({ status: ready ? 'ready' : 'not ready', database: reachable ? 'ok' : 'unreachable', listener: listening ? 'ok' : 'down' });
   });
-  routes.get('/.well-known/jwks.json', (_req, res) => {
-    res.json(deps.tokens.jwks());
+  routes.get('/.well-known/jwks.json', (req, res) => {
+    // Cacheable for 5 minutes and revalidated by ETag. A key made by a rotation signs at once, so a
+    // client meeting an unknown `kid` refetches (jose does, at most every 30 s); a retired key stays
+    // listed while tokens it signed live (docs/iam.md).
+    const body = JSON.stringify(deps.tokens.jwks());
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    res.set({ 'cache-control': 'public, max-age=300', etag });
+    if (req.headers['if-none-match'] === etag) res.status(304).end();
+    else res.type('application/json').send(body);
   });
   for (const router of deps.routers ?? []) routes.use(router);
 

@@ -14,6 +14,8 @@ import {
   type UnaryResponse,
 } from '@connectrpc/connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import { encodeGrpcMessage } from './grpc-message.js';
+import { headerLinesKey, headerLinesOf } from './header-lines.js';
 
 type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
 type AnyFn = Parameters<Interceptor>[0];
@@ -37,7 +39,8 @@ export interface GrpcUnaryHandler {
   accepts(headers: IncomingHttpHeaders): boolean;
   /**
    * Serves the call; `onDone` gets the final gRPC status code, for the request log. `responseHeaders`
-   * go out with the response headers (the server's `traceparent`).
+   * go out with the response headers (the server's `traceparent`). `rawHeaders` (Node's, as the
+   * `stream` event gives them) keep repeated header lines apart for the handlers (header-lines.ts).
    */
   handle(
     stream: ServerHttp2Stream,
@@ -45,6 +48,7 @@ export interface GrpcUnaryHandler {
     requestId: string,
     onDone?: (code: number) => void,
     responseHeaders?: Record<string, string>,
+    rawHeaders?: readonly string[],
   ): void;
 }
 
@@ -80,7 +84,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         (encoding === undefined || encoding === 'identity')
       );
     },
-    handle(stream, headers, requestId, onDone, responseHeaders) {
+    handle(stream, headers, requestId, onDone, responseHeaders, rawHeaders) {
       const path = headers[':path'] ?? '';
       const route = routes.get(path)!;
       const chunks: Buffer[] = [];
@@ -115,6 +119,8 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           // response headers such as x-request-id from the headers frame).
           const shaped = error ?? new ConnectError('no response', Code.Internal);
           setTrailerStatus(new Headers(), shaped).forEach((value, key) => (trailer[key] = value));
+          // connect's encodeURIComponent encodes more than the spec's bytes (src/server/grpc-message.ts).
+          trailer['grpc-message'] = encodeGrpcMessage(shaped.rawMessage);
           code = shaped.code;
         } else {
           responseTrailer?.forEach((value, key) => (trailer[key] = value));
@@ -196,13 +202,15 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
             ),
           );
         }
+        const values = options.contextValues?.() ?? createContextValues();
+        if (rawHeaders) values.set(headerLinesKey, headerLinesOf(rawHeaders));
         context = new CallContext(
           route.service,
           route.spec.method,
           `http://${headers[':authority'] ?? 'localhost'}${path}`,
           new RequestHeaders(headers, requestId) as unknown as Headers,
           timeout.timeoutMs,
-          options.contextValues?.() ?? createContextValues(),
+          values,
         );
         const called = context;
         stream.once('close', () => {

@@ -2,6 +2,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { createServiceImplSpec, type ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
 import type { UniversalHandler } from '@connectrpc/connect/protocol';
 import type { RegisteredService } from './grpc-unary.js';
+import { specGrpcMessages } from './grpc-message.js';
 
 /**
  * One RPC service as the server serves it: the same entry feeds connect-node (every protocol), the
@@ -26,16 +27,18 @@ export function rpcService<T extends DescService>(
   return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, ...options };
 }
 
-/** Registers the services on a Connect router; `interceptors` run first, around every service's own. */
+/**
+ * Registers the services on a Connect router; `interceptors` run first, around every service's own.
+ * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts).
+ */
 export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[] = []): (router: ConnectRouter) => void {
   return (router) => {
     for (const entry of services) {
       const before = router.handlers.length;
       router.service(entry.service, entry.implementation, { interceptors: [...interceptors, ...(entry.interceptors ?? [])] });
-      if (!entry.adaptHandler) continue;
       for (let index = before; index < router.handlers.length; index++) {
         const handler = router.handlers[index];
-        if (handler) router.handlers[index] = entry.adaptHandler(handler);
+        if (handler) router.handlers[index] = specGrpcMessages(entry.adaptHandler ? entry.adaptHandler(handler) : handler);
       }
     }
   };

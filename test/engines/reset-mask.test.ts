@@ -521,3 +521,45 @@ describe('reset mask header values', () => {
     expect(canonicalResetMaskHeader(['f.(j.h,i.j).k', 'a'])).toBe('a,f.(i.j.k,j.h.k)');
   });
 });
+
+/**
+ * The reference Go SDK's header tables (nebius/gosdk, proto/fieldmask/grpcheader: common_test.go
+ * TestGetMaskFromIncomingContext and resetmask_test.go TestGetResetMaskFromIncomingContext), whole:
+ * each header value is parsed on its own and the results merged, so an empty value adds nothing.
+ * "no metadata", "metadata is nil", "metadata is without mask" and "other mask" all reach the
+ * engine as no values at all. The last four rows are the vectors of issue 19 §2, which the
+ * reference answers as shown (an empty value merges as the empty mask).
+ */
+describe('reset mask header values match the reference grpcheader tables', () => {
+  const reference: [string, { given: string[] | undefined; want: string } | { given: string[]; err: string }][] = [
+    ['no metadata', { given: undefined, want: '' }],
+    ['metadata is nil', { given: undefined, want: '' }],
+    ['metadata is empty', { given: undefined, want: '' }],
+    ['metadata is without mask', { given: undefined, want: '' }],
+    ['metadata is with empty mask', { given: [], want: '' }],
+    ['metadata is with fail mask', { given: ['('], err: 'unclosed left brace at position 0 near "\u20DE("' }],
+    ['metadata is with one mask', { given: ['a,b.c'], want: 'a,b.c' }],
+    ['metadata is with couple masks', { given: ['a,b.c', 'b.d,*.e'], want: 'a,b.(c,d),*.e' }],
+    ['no mask', { given: undefined, want: '' }],
+    ['other mask', { given: undefined, want: '' }],
+    ['empty mask', { given: [], want: '' }],
+    ['one mask', { given: ['a,b.c'], want: 'a,b.c' }],
+    ['multiple masks', { given: ['a,b.c', 'b.d'], want: 'a,b.(c,d)' }],
+    ['two empty values', { given: ['', ''], want: '' }],
+    ['a wildcard and an empty value', { given: ['*', ''], want: '*' }],
+    ['a mask and an empty value', { given: ['a,b.c', ''], want: 'a,b.c' }],
+    ['an empty value and a mask', { given: ['', 'spec.description'], want: 'spec.description' }],
+  ];
+
+  test.each(reference)('%s', (_name, vector) => {
+    if ('err' in vector) {
+      expect(() => resetMaskFromHeaderValues(vector.given)).toThrow(ResetMaskParseError);
+      expect(() => resetMaskFromHeaderValues(vector.given)).toThrow(vector.err);
+      return;
+    }
+    // The reference compares with mask.Equal against ParseMust(want); so do we, and the printed forms agree too.
+    const merged = resetMaskFromHeaderValues(vector.given);
+    expect(resetMasksEqual(merged, parseResetMask(vector.want))).toBe(true);
+    expect(printResetMask(merged)).toBe(printResetMask(parseResetMask(vector.want)));
+  });
+});

@@ -60,14 +60,14 @@ test.each(BEARER)('GET /api/users with a bearer token carrying %s', async (_name
 
 const EXCHANGE: Array<[string, { given: () => string; want: number }]> = [
   ['valid claims (the control)', { given: () => accountJwt(), want: 200 }],
-  ['a future nbf', { given: () => accountJwt({ nbf: now() + 600 }), want: 401 }],
-  ['a foreign iss', { given: () => accountJwt({ iss: 'serviceaccount-someone-else' }), want: 401 }],
-  ['its signature with a trailing bit altered', { given: () => withTrailingBit(signServiceAccountJwt(robot)), want: 401 }],
-  ['its signature padded', { given: () => `${signServiceAccountJwt(robot)}==`, want: 401 }],
+  ['a future nbf', { given: () => accountJwt({ nbf: now() + 600 }), want: 400 }],
+  ['a foreign iss', { given: () => accountJwt({ iss: 'serviceaccount-someone-else' }), want: 400 }],
+  ['its signature with a trailing bit altered', { given: () => withTrailingBit(signServiceAccountJwt(robot)), want: 400 }],
+  ['its signature padded', { given: () => `${signServiceAccountJwt(robot)}==`, want: 400 }],
 ];
 
 test.each(EXCHANGE)('POST /oauth2/token/exchange with a JWT carrying %s', async (_name, { given, want }) => {
   const response = await exchangeOverHttp(cloud.server.url, exchangeForm(given()));
   expect(response.status).toBe(want);
-  if (want === 401) expect(response.body).toEqual({ error: 'invalid_grant', error_description: expect.any(String) });
+  if (want === 400) expect(response.body).toEqual({ error: 'invalid_grant', error_description: expect.any(String) });
 });

@@ -288,13 +288,13 @@ describe('token exchange and profiles', () => {
         want: { status: 400, error: 'invalid_request' },
       },
     ],
-    ['a garbage JWT', { given: () => ({ form: exchangeForm('not.a.jwt') }), want: { status: 401, error: 'invalid_grant' } }],
+    ['a garbage JWT', { given: () => ({ form: exchangeForm('not.a.jwt') }), want: { status: 400, error: 'invalid_grant' } }],
     [
       'a JWT of the wrong key',
-      { given: () => ({ form: exchangeForm(jwtOf({ ...robot, keyId: 'publickey-00000000000000000000' })) }), want: { status: 401, error: 'invalid_grant' } },
+      { given: () => ({ form: exchangeForm(jwtOf({ ...robot, keyId: 'publickey-00000000000000000000' })) }), want: { status: 400, error: 'invalid_grant' } },
     ],
-    ['a JWT that lives 2 h', { given: () => ({ form: exchangeForm(jwtOf(robot, 7200)) }), want: { status: 401, error: 'invalid_grant' } }],
-    ['an expired JWT', { given: () => ({ form: exchangeForm(jwtOf(robot, -600)) }), want: { status: 401, error: 'invalid_grant' } }],
+    ['a JWT that lives 2 h', { given: () => ({ form: exchangeForm(jwtOf(robot, 7200)) }), want: { status: 400, error: 'invalid_grant' } }],
+    ['an expired JWT', { given: () => ({ form: exchangeForm(jwtOf(robot, -600)) }), want: { status: 400, error: 'invalid_grant' } }],
   ];
 
   test.each(HTTP_ERRORS)('over HTTP, %s is refused with an RFC 6749 error body', async (_name, { given, want }) => {
@@ -356,6 +356,6 @@ describe('token exchange and profiles', () => {
     expect((await cloud.grpc.call(ProfileService.method.get, {}, { token })).message.profile.case).toBe('serviceAccountProfile');
     await cloud.grpc.call(SA.delete, { id: key.serviceAccountId }, { token: cloud.admin.token });
     expect((await expectGrpcError(cloud.grpc.call(ProfileService.method.get, {}, { token }))).code).toBe(Code.UNAUTHENTICATED);
-    expect((await exchangeOverHttp(cloud.server.url, exchangeForm(jwtOf(key)))).status).toBe(401);
+    expect((await exchangeOverHttp(cloud.server.url, exchangeForm(jwtOf(key)))).status).toBe(400);
   });
 });

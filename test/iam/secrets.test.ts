@@ -62,7 +62,7 @@ test('no private key, JWT or access token is logged, stored in an Operation, or 
   const httpToken = overHttp.body.access_token as string;
   // Refusals log why, never what: an expired JWT and a tampered one.
   const expired = jwtOf(key, -600);
-  expect((await exchangeOverHttp(url, exchangeForm(expired))).status).toBe(401);
+  expect((await exchangeOverHttp(url, exchangeForm(expired))).status).toBe(400);
   const tampered = `${jwtGrpc.slice(0, -4)}AAAA`;
   await expectGrpcError(grpc.call(TokenExchangeService.method.exchange, exchangeRequest(tampered)));
   await expectGrpcError(grpc.call(ProfileService.method.get, {}, { token: `${exchanged.accessToken}x` }));

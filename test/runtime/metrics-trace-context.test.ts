@@ -50,7 +50,7 @@ describe('through the server', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded', traceparent: `00-${TRACE}-${PARENT}-01`, 'x-request-id': 'trace-test-1' },
       body: new URLSearchParams(exchangeForm('not-a-jwt')).toString(),
     });
-    expect(refused.status).toBe(401);
+    expect(refused.status).toBe(400);
     const answered = parseTraceparent(refused.headers.get('traceparent') ?? undefined);
     expect(answered).toEqual({ traceId: TRACE, parentSpanId: expect.stringMatching(/^[0-9a-f]{16}$/), flags: '01' });
     expect(answered?.parentSpanId).not.toBe(PARENT);
@@ -59,7 +59,7 @@ describe('through the server', () => {
     // The service's own line (written deep in the exchange) and the request line share the ids.
     expect(ofRequest.map((line) => line.msg).sort()).toEqual(['request', 'token exchange refused']);
     for (const line of ofRequest) expect(line).toMatchObject({ trace_id: TRACE, span_id: spanId, parent_span_id: PARENT });
-    expect(ofRequest.find((line) => line.msg === 'request')).toMatchObject({ requestId: 'trace-test-1', status: 401 });
+    expect(ofRequest.find((line) => line.msg === 'request')).toMatchObject({ requestId: 'trace-test-1', status: 400 });
   });
 
   test('without a valid traceparent a new trace starts (not sampled), and lines outside requests carry none', async () => {

@@ -3,6 +3,7 @@ import type { RecordedHeaders } from '../../engines/operations/index.js';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
+import { requestHeaderLines } from '../../server/header-lines.js';
 
 /** The authenticated caller, set by the auth interceptor. */
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: 'cloud API principal' });
@@ -26,10 +27,13 @@ export function recordedHeaders(header: Headers): RecordedHeaders {
   return key === null ? {} : { 'x-idempotency-key': [key] };
 }
 
-/** `X-ResetMask` (every value, merged); a malformed mask → INVALID_ARGUMENT naming the position. */
-export function resetMaskOf(header: Headers): ResetMask {
+/**
+ * `X-ResetMask`: each header line parsed on its own, empty ones ignored, then merged (the Go SDK's
+ * grpcheader); a malformed mask → INVALID_ARGUMENT naming the position.
+ */
+export function resetMaskOf(context: Pick<HandlerContext, 'values' | 'requestHeader'>): ResetMask {
   try {
-    return resetMaskFromHeaderValues(header.get('x-resetmask'));
+    return resetMaskFromHeaderValues(requestHeaderLines(context, 'x-resetmask'));
   } catch (error) {
     if (error instanceof ResetMaskParseError) {
       throw new AppError('invalid_argument', `X-ResetMask: ${error.message}`, { violations: [{ field: 'x-resetmask', message: error.message }] });

@@ -5,6 +5,7 @@ import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
 import { assertIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
 import { canonicalResetMaskHeader } from '../../engines/reset-mask/index.js';
+import { requestHeaderLines } from '../../server/header-lines.js';
 import { endpointKey, principalKey } from './context.js';
 import { apiServiceNameOf, toConnectError } from './errors.js';
 
@@ -101,12 +102,11 @@ function stableStringify(value: JsonValue): string {
   return JSON.stringify(value);
 }
 
-function maskForHash(header: string | null): string {
-  if (header === null) return '';
+function maskForHash(lines: readonly string[]): string {
   try {
-    return canonicalResetMaskHeader(header) ?? '';
+    return canonicalResetMaskHeader(lines) ?? '';
   } catch {
-    return `raw:${header}`;
+    return `raw:${JSON.stringify(lines)}`;
   }
 }
 
@@ -123,7 +123,11 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       const principal = req.contextValues.get(principalKey);
       if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
       const method = `/${req.service.typeName}/${req.method.name}`;
-      const hash = requestHash(method, stableStringify(toJson(req.method.input, req.message)), maskForHash(req.header.get('x-resetmask')));
+      const hash = requestHash(
+        method,
+        stableStringify(toJson(req.method.input, req.message)),
+        maskForHash(requestHeaderLines({ values: req.contextValues, requestHeader: req.header }, 'x-resetmask')),
+      );
       let response: UnaryResponse | undefined;
       const result = await options.keys.run({ principal: principal.id, method, key }, hash, async () => {
         const answer = await next(req);

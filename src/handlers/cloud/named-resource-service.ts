@@ -26,7 +26,7 @@ export function namedResourceServiceImpl<Resource, CreateRequest, UpdateRequest>
     create: async (request: CreateRequest, context: HandlerContext) =>
       toOperationMessage(await rules.create(principalOf(context), request, recordedHeaders(context.requestHeader))),
     update: async (request: UpdateRequest, context: HandlerContext) =>
-      toOperationMessage(await rules.update(principalOf(context), request, resetMaskOf(context.requestHeader), recordedHeaders(context.requestHeader))),
+      toOperationMessage(await rules.update(principalOf(context), request, resetMaskOf(context), recordedHeaders(context.requestHeader))),
     delete: async (request: { id: string }, context: HandlerContext) =>
       toOperationMessage(await rules.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader))),
   };

@@ -6,6 +6,7 @@ import { ServiceErrorSchema } from '../../../generated/proto/cloud/common/v1/err
 import { StatusSchema } from '../../../generated/proto/google/rpc/status_pb.js';
 import { AppError } from '../../errors.js';
 import { apiServiceNameOf, serviceErrorOf, statusDetailsHeader } from './errors.js';
+import { encodeGrpcMessage } from '../../server/grpc-message.js';
 
 const PARSE_FAILURE = /^parse binary: /;
 
@@ -27,7 +28,7 @@ export function invalidArgumentOnParseFailure(handler: UniversalHandler): Univer
         const error = badRequest(message);
         const detail = serviceErrorOf(error, { service, requestId });
         trailer.set('grpc-status', String(Code.InvalidArgument));
-        trailer.set('grpc-message', encodeURIComponent(error.message));
+        trailer.set('grpc-message', encodeGrpcMessage(error.message));
         trailer.set(
           'grpc-status-details-bin',
           statusDetailsHeader(create(StatusSchema, { code: Code.InvalidArgument, message: error.message, details: [anyPack(ServiceErrorSchema, detail)] })),

@@ -3,6 +3,7 @@ import { ServiceAccountService as ServiceAccountServiceDesc } from '../../../gen
 import { AuthPublicKeyService as AuthPublicKeyServiceDesc } from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
 import { ProfileService as ProfileServiceDesc } from '../../../generated/proto/cloud/iam/v1/profile_service_pb.js';
 import { TokenExchangeService as TokenExchangeServiceDesc } from '../../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
+import type { DescService } from '@bufbuild/protobuf';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import type { PrincipalResolver } from '../../auth/principal.js';
 import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
@@ -17,7 +18,14 @@ import { TokenExchange } from '../../services/iam/token-exchange.js';
 import { cloudService, type CloudService } from '../cloud/cloud-module.js';
 import { authPublicKeyServiceImpl, profileServiceImpl, projectServiceImpl, serviceAccountServiceImpl } from '../../handlers/iam/resource-services.js';
 import { tokenExchangeServiceImpl } from '../../handlers/iam/token-exchange-service.js';
-import { handleTokenExchange, TOKEN_EXCHANGE_PATH } from '../../handlers/iam/token-exchange-http.js';
+import {
+  AUTHORIZATION_SERVER_METADATA_PATH,
+  handleAuthorizationServerMetadata,
+  handleTokenExchange,
+  TOKEN_EXCHANGE_PATH,
+} from '../../handlers/iam/token-exchange-http.js';
+import { servingOriginOf } from '../../http/serving-origin.js';
+import { apiServiceNameOf } from '../../handlers/cloud/errors.js';
 
 export interface IamModule extends ServerModule {
   projects: ProjectService;
@@ -54,7 +62,18 @@ export async function iamModule(ctx: ModuleContext, options: { users: UserServic
     },
     config.iamTokenTtlSeconds,
     (reason) => logger.info({ reason }, 'token exchange refused'),
+    {
+      serviceNames: () =>
+        new Set(
+          servedServices()
+            .map(apiServiceNameOf)
+            .filter((name) => name !== ''),
+        ),
+      apiDomain: config.apiDomain,
+    },
   );
+  // Every service of the server, known once all modules gave theirs (`rpc` below): what a token can be for.
+  let servedServices: () => readonly DescService[] = () => [];
   const accountLookup = async (id: string) => {
     const account = await serviceAccounts.find(id);
     return account ? { projectId: account.metadata?.parentId ?? '', active: account.status?.active ?? false } : undefined;
@@ -72,11 +91,26 @@ export async function iamModule(ctx: ModuleContext, options: { users: UserServic
       cloudService(ServiceAccountServiceDesc, serviceAccountServiceImpl(serviceAccounts)),
       cloudService(AuthPublicKeyServiceDesc, authPublicKeyServiceImpl(keys)),
       cloudService(ProfileServiceDesc, profileServiceImpl(profiles), { get: 'optional' }),
-      cloudService(TokenExchangeServiceDesc, tokenExchangeServiceImpl(exchange), { exchange: 'public' }),
+      cloudService(
+        TokenExchangeServiceDesc,
+        tokenExchangeServiceImpl(exchange, (context) => servingOriginOf(config, { host: new URL(context.url).host })),
+        { exchange: 'public' },
+      ),
     ],
     http: {
-      matches: (path) => path === TOKEN_EXCHANGE_PATH,
-      handle: (req, res) => handleTokenExchange(exchange, req, res),
+      matches: (path) => path === TOKEN_EXCHANGE_PATH || path === AUTHORIZATION_SERVER_METADATA_PATH,
+      handle: (req, res) => {
+        const origin = servingOriginOf(config, req.headers);
+        const path = (req.url ?? '').split('?', 1)[0];
+        return path === AUTHORIZATION_SERVER_METADATA_PATH
+          ? handleAuthorizationServerMetadata(req, res, origin)
+          : handleTokenExchange(exchange, req, res, origin);
+      },
+    },
+    // IAM's services are served by the cloud module; this only learns which services the server has.
+    rpc: (served) => {
+      servedServices = served;
+      return [];
     },
   };
 }

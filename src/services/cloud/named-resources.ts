@@ -189,7 +189,11 @@ export class NamedResources<T extends NamedResource> {
     const id = input.metadata?.id ?? '';
     requireFields({ 'metadata.id': id });
     return this.mutate(principal, id, async (stored, row, trx) => {
-      const incoming = { metadata: input.metadata, spec: input.spec } as MessageInitShape<GenMessage<T>> & { metadata?: ResourceMetadata };
+      // An empty parent_id or name means "unchanged", also when the mask names it: both are required,
+      // so empty is never a value to store, and SDKs that derive the mask from default fields (the
+      // Python SDK's full-update mask) name them whenever the caller left them out (docs/cloud-api.md).
+      const metadata = input.metadata && { ...input.metadata, parentId: input.metadata.parentId || row.parent_id, name: input.metadata.name || row.name };
+      const incoming = { metadata, spec: input.spec } as MessageInitShape<GenMessage<T>> & { metadata?: ResourceMetadata };
       const next = replaceWithResetMask(this.kind.schema, stored as T & { metadata?: ResourceMetadata }, incoming, mask, this.kind.label);
       const name = next.metadata?.name ?? '';
       const violations = [

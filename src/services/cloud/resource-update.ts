@@ -24,7 +24,11 @@ export function replaceWithResetMask<Desc extends DescMessage>(
     });
   }
   try {
-    return applyResetMask(schema, stored, create(schema, incoming), mask);
+    const next = applyResetMask(schema, stored, create(schema, incoming), mask) as typeof stored;
+    // resource_version is the server's: a mask naming it (the Python SDK's full-update mask does)
+    // must not write the request's 0 over it, or the bump after the change would restart at 1.
+    if (next.metadata && stored.metadata) next.metadata.resourceVersion = stored.metadata.resourceVersion;
+    return next;
   } catch (error) {
     if (error instanceof ImmutableFieldError) {
       throw new AppError('invalid_argument', error.message, { violations: [{ field: error.fieldPath, message: 'is immutable and cannot be changed' }] });

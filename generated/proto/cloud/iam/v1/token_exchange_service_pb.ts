@@ -56,7 +56,10 @@ export type ExchangeTokenRequest = Message<"cloud.iam.v1.ExchangeTokenRequest"> 
   scopes: string[];
 
   /**
-   * The intended audience; ignored by this server (the token is valid on every cloud endpoint).
+   * The intended audience (RFC 8693): empty, this server's origin (the `issuer` of its RFC 8414
+   * metadata) or an `api_service_name` it serves (`compute`, `cpl.iam`…): the token is valid on
+   * every cloud endpoint of this server and nowhere else. Anything else → INVALID_ARGUMENT
+   * (`invalid_target` over HTTP).
    *
    * @generated from field: string audience = 6;
    */
