@@ -109,7 +109,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     readMaxBytes: config.rpcMaxMessageBytes,
     writeMaxBytes: config.rpcMaxMessageBytes,
     jsonOptions: { registry: cloudJsonRegistry },
-    routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor]),
+    routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor], config.rpcMaxMessageBytes),
   });
   const logRequest = (
     requestId: string,

@@ -2,6 +2,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { createServiceImplSpec, type ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
 import type { UniversalHandler } from '@connectrpc/connect/protocol';
 import type { RegisteredService } from './grpc-unary.js';
+import { refuseUnsafeJsonNumbers } from './rpc-json-numbers.js';
 
 /**
  * One RPC service as the server serves it: the same entry feeds connect-node (every protocol), the
@@ -26,20 +27,31 @@ export function rpcService<T extends DescService>(
   return { service, implementation: implementation as Partial<ServiceImpl<DescService>>, ...options };
 }
 
-/** Registers the services on a Connect router; `interceptors` run first, around every service's own. */
-export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[] = []): (router: ConnectRouter) => void {
+/**
+ * Registers the services on a Connect router; `interceptors` run first, around every service's own.
+ * Every handler refuses Connect JSON requests with numbers JSON.parse would not keep (rpc-json-numbers.ts).
+ */
+export function rpcRoutes(
+  services: readonly RpcService[],
+  interceptors: readonly Interceptor[] = [],
+  readMaxBytes = DEFAULT_READ_MAX_BYTES,
+): (router: ConnectRouter) => void {
   return (router) => {
     for (const entry of services) {
       const before = router.handlers.length;
       router.service(entry.service, entry.implementation, { interceptors: [...interceptors, ...(entry.interceptors ?? [])] });
-      if (!entry.adaptHandler) continue;
       for (let index = before; index < router.handlers.length; index++) {
-        const handler = router.handlers[index];
-        if (handler) router.handlers[index] = entry.adaptHandler(handler);
+        let handler = router.handlers[index];
+        if (!handler) continue;
+        if (entry.adaptHandler) handler = entry.adaptHandler(handler);
+        router.handlers[index] = refuseUnsafeJsonNumbers(handler, { readMaxBytes, shapeError: entry.shapeError });
       }
     }
   };
 }
+
+/** RPC_MAX_MESSAGE_BYTES's default, for routers built without a config (in-memory tests). */
+const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /** The services as the native gRPC path runs them (the same implementations and interceptors). */
 export function grpcUnaryServices(services: readonly RpcService[]): RegisteredService[] {

@@ -1,0 +1,1 @@
+export { findUnsafeNumber, type UnsafeNumber } from './json-numbers.js';
