@@ -112,6 +112,7 @@ const report = {
 let server: Server | undefined;
 let lastSendError = '';
 // Whatever ends this process, the server is stopped and the tmpfs released (lazily if still busy).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(1));
 process.once('exit', () => {
   if (server && server.child.exitCode === null) server.child.kill('SIGKILL');
   if (diskMount.ok) {
@@ -216,7 +217,7 @@ try {
   await step('window-0: 500 HTTP/2 streams for /docs/assets/swagger-ui-bundle.js that are never read, from 127.0.0.3', async () => {
     const rssBefore = rssMb(server!.child.pid);
     const readers = await withBystander(base, 'window-0', () =>
-      windowZeroReaders(server!.port, '127.0.0.3', 500, '/docs/assets/swagger-ui-bundle.js', Number(env.HTTP2_STALL_TIMEOUT_MS) + 10_000),
+      windowZeroReaders(server!.port, '127.0.0.3', 500, '/docs/assets/swagger-ui-bundle.js', Math.min(60_000, Number(env.HTTP2_STALL_TIMEOUT_MS) + 10_000)),
     );
     console.log(
       `  streams: ${[...readers.outcomes].map(([outcome, count]) => `${outcome}×${count}`).join(', ')}; all closed after ${readers.seconds.toFixed(1)} s; RSS ${rssBefore.toFixed(0)} -> max ${report.maxRssMb.toFixed(0)} MB`,

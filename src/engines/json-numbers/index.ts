@@ -1,1 +1,1 @@
-export { findUnsafeNumber, type UnsafeNumber } from './json-numbers.js';
+export { findUnsafeNumber } from './json-numbers.js';
