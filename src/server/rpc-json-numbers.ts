@@ -27,19 +27,26 @@ export interface UnsafeJsonNumberOptions {
  * Compressed JSON requests are passed on unchecked (connect decompresses them later).
  */
 export function refuseUnsafeJsonNumbers(handler: UniversalHandler, options: UnsafeJsonNumberOptions): UniversalHandler {
+  const refuse = (req: UniversalServerRequest, error: ConnectError): UniversalServerResponse => {
+    const shaped = options.shapeError?.(error, req.header.get('x-request-id') ?? '') ?? error;
+    return {
+      status: codeToHttpStatus(shaped.code),
+      header: new Headers({ 'content-type': 'application/json' }),
+      body: createAsyncIterable([errorToJsonBytes(shaped, {})]),
+    };
+  };
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
-    const json = await unaryJsonOf(req, options.readMaxBytes);
+    let json: Awaited<ReturnType<typeof unaryJsonOf>>;
+    try {
+      json = await unaryJsonOf(req, options.readMaxBytes);
+    } catch (error) {
+      // A body shorter than its Content-Length or over the limit: refused as connect would have.
+      return refuse(req, ConnectError.from(error, Code.InvalidArgument));
+    }
     if (!json) return handler(req);
     const unsafe = findUnsafeNumber(json.text);
     if (!unsafe) return handler(json.request);
-    const field = unsafe.path || 'message';
-    let error = new ConnectError(`${field}: ${unsafe.message}`, Code.InvalidArgument);
-    error = options.shapeError?.(error, req.header.get('x-request-id') ?? '') ?? error;
-    return {
-      status: codeToHttpStatus(error.code),
-      header: new Headers({ 'content-type': 'application/json' }),
-      body: createAsyncIterable([errorToJsonBytes(error, {})]),
-    };
+    return refuse(req, new ConnectError(`${unsafe.path || 'message'}: ${unsafe.message}`, Code.InvalidArgument));
   };
   return Object.assign(wrapped, {
     protocolNames: handler.protocolNames,

@@ -16,6 +16,8 @@ describe('findUnsafeNumber', () => {
     ['inside an array of objects', { given: '{"items": [{"n": 1}, {"n": 2}, {"n": 123456789012345678901}]}', want: { path: 'items[2].n', message: /2\^53/ } }],
     ['a key with escapes and digits', { given: '{"a\\"1234567890123456": 1, "b": 1e999}', want: { path: 'b', message: /finite/ } }],
     ['a top-level number', { given: '1e999', want: { path: '', message: /finite/ } }],
+    ['a text that is not JSON (checked before its parser) does not throw', { given: '{"a\\x": 1e999', want: { path: 'a\\x', message: /finite/ } }],
+    ['an unterminated string', { given: '{"n": "1e999', want: undefined }],
   ];
   test.each(cases)('%s', (_name, { given, want }) => {
     const found = findUnsafeNumber(given);
@@ -46,6 +48,15 @@ describe('every API that parses JSON refuses such numbers with 400 naming the fi
     });
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ statusCode: 400, details: [{ field: 'settings.animationDuration', message: expect.stringMatching(message) }] });
+  });
+
+  test('GraphQL: a body that is not JSON but looks suspicious is still a 400, not a 500', async () => {
+    const response = await fetch(`${server!.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${superuserToken}` },
+      body: '{"query": "{ __typename }", "variables": {"bad\\x": 12345678901234567',
+    });
+    expect(response.status).toBe(400);
   });
 
   test('webhooks API: POST /routes with ttlSeconds 1e999 (problem details)', async () => {

@@ -19,10 +19,11 @@ interface Level {
 }
 
 /**
- * The first number in a valid JSON text that `JSON.parse` would not keep as written: one that is not
+ * The first number in a JSON text that `JSON.parse` would not keep as written: one that is not
  * finite (`1e999` becomes Infinity, which JSON.stringify writes as null) or an integer literal
  * beyond ±(2^53−1) (rounded to another integer). Fractions and exponents within range are fine
- * (they are approximations by nature). Texts with no long digit run and no 3-digit exponent — almost
+ * (they are approximations by nature). A text that is not JSON never throws: the answer is then
+ * only a hint (its parser refuses the text anyway). Texts with no long digit run and no 3-digit exponent — almost
  * all — are answered from one regular-expression test, without a scan.
  */
 export function findUnsafeNumber(text: string): UnsafeNumber | undefined {
@@ -35,7 +36,7 @@ export function findUnsafeNumber(text: string): UnsafeNumber | undefined {
       const end = stringEnd(text, index);
       const level = levels[levels.length - 1];
       // A string followed by ':' is an object key.
-      if (level && !level.array && nextNonSpace(text, end) === ':') level.at = JSON.parse(text.slice(index, end)) as string;
+      if (level && !level.array && nextNonSpace(text, end) === ':') level.at = keyOf(text.slice(index, end));
       index = end;
     } else if (char === '{' || char === '[') {
       levels.push({ array: char === '[', at: char === '[' ? 0 : '' });
@@ -62,6 +63,15 @@ export function findUnsafeNumber(text: string): UnsafeNumber | undefined {
     }
   }
   return undefined;
+}
+
+/** A quoted key as its text; a malformed one (the text may not be JSON: it is checked before it is parsed) as written. */
+function keyOf(quoted: string): string {
+  try {
+    return String(JSON.parse(quoted));
+  } catch {
+    return quoted.slice(1, -1);
+  }
 }
 
 function unsafe(levels: Level[], literal: string, rule: string): UnsafeNumber {
