@@ -7,13 +7,14 @@ const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM } = ht
 
 /** Small bounds so each case is quick; the defaults are in src/config.ts and docs/hardening.md. */
 const LIMITS = {
+  HTTP2_MAX_STREAMS_PER_SECOND: '150',
   HTTP2_MAX_RESETS_PER_SECOND: '50',
   HTTP2_MAX_STREAMS_PER_ADDRESS: '8',
   HTTP2_STALL_TIMEOUT_MS: '400',
   HTTP2_ABUSE_COOLDOWN_MS: '5000',
 };
 /** The attacker's own loopback address; the bystander connects from 127.0.0.1. Each case uses its own. */
-const ATTACKERS = { rapidReset: '127.0.0.2', stalled: '127.0.0.3', bound: '127.0.0.4' };
+const ATTACKERS = { rapidReset: '127.0.0.2', stalled: '127.0.0.3', bound: '127.0.0.4', streamFlood: '127.0.0.5' };
 /** How much later than its timeout a stream may be reset (timer checks on a loaded machine). */
 const SLACK_MS = 4000;
 
@@ -127,5 +128,23 @@ test('streams held open by one address count against HTTP2_MAX_STREAMS_PER_ADDRE
     expect(await Promise.all(held)).toEqual(Array.from({ length: 8 }, () => NGHTTP2_CANCEL));
   } finally {
     for (const session of sessions) session.destroy();
+  }
+});
+
+test('a session opening more than HTTP2_MAX_STREAMS_PER_SECOND streams in a second is sent ENHANCE_YOUR_CALM and closed', async () => {
+  const session = connect(ATTACKERS.streamFlood);
+  try {
+    let goaway = -1;
+    session.once('goaway', (code: number) => (goaway = code));
+    const closed = new Promise((resolve) => session.once('close', resolve));
+    await once(session, 'remoteSettings');
+    // 200 requests at once: the server sees them as fast as slots free (most are refused by the address bound of 8).
+    const streams = Array.from({ length: 200 }, () => closedWith(session.request({ ':path': '/healthz' })));
+    await closed;
+    await Promise.all(streams);
+    expect(goaway).toBe(NGHTTP2_ENHANCE_YOUR_CALM);
+    expect(await bystanderHealth()).toBe(200);
+  } finally {
+    session.destroy();
   }
 });
