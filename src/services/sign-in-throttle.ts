@@ -83,7 +83,7 @@ export class SignInThrottle {
 
   /** The attempt succeeded: the name starts afresh from this address, and the name and address get the attempt back. */
   async succeeded(attempt: SignInAttempt): Promise<void> {
-    await this.counters.forgiveAndClear([attempt.nameKey, attempt.addressKey], [attempt.pairKey]);
+    await this.counters.forgiveAndClear([attempt.nameKey, attempt.addressKey], attempt.pairKey);
   }
 }
 
