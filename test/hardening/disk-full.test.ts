@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,22 +92,28 @@ function fillUp(): string {
     return { status: response.status, body: await response.json() };
   }
 
-  test('a sign-in with the right password answers 503 with Retry-After (never 500, never without its throttle), /readyz reports the store; both recover once space is freed', async () => {
-    // Nothing has written to limit_counters yet (not even /readyz's probe): the throttle's first write
-    // must extend the table's file, which a full disk refuses (a write into a page with room would not fail).
+  test('a sign-in with the right password answers 503 with Retry-After (never 500, never without its throttle), a capture 503 with Retry-After 30, /readyz reports the store; all recover once space is freed', async () => {
+    // Nothing has written to limit_counters or webhook_requests yet (not even /readyz's probe): the
+    // first write to each must extend its file, which a full disk refuses (a write into a page with
+    // room would not fail). The route is inserted directly, so route creation counts nothing.
+    const routeId = randomUUID();
+    await app!.db.knex('webhook_routes').insert({ id: routeId, expires_at: new Date(Date.now() + 3_600_000) });
     const filler = fillUp();
     try {
       const signIn = await post('/api/auth', ADMIN);
       expect(signIn).toMatchObject({ status: 503, body: { statusCode: 503, error: 'Service Unavailable' } });
-      expect(Number(signIn.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(signIn.retryAfter).toBe('30');
       const writerLogin = await post('/v1/writers/login', { email: 'nobody@example.com', password: 'whatever-password' });
       expect(writerLogin).toMatchObject({ status: 503, body: { status: 503 } });
-      expect(Number(writerLogin.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(writerLogin.retryAfter).toBe('30');
       expect(await readiness()).toEqual({ status: 503, body: expect.objectContaining({ status: 'not ready', database: 'ok', storage: 'full' }) });
+      const capture = await post(`/${routeId}`, { disk: 'full' });
+      expect(capture).toMatchObject({ status: 503, retryAfter: '30', body: { status: 503 } });
     } finally {
       rmSync(filler);
     }
     expect(await readiness()).toEqual({ status: 200, body: expect.objectContaining({ status: 'ready', storage: 'ok' }) });
     expect((await post('/api/auth', ADMIN)).status).toBe(200);
+    expect((await post(`/${routeId}`, { disk: 'freed' })).status).toBe(200);
   });
 });
