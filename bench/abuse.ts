@@ -7,19 +7,27 @@
  *   slow-socket idle and slow-header sockets (the server must close them itself)
  *   route-flood anonymous webhook route creation from one address
  *   fragment    a GraphQL query of nested fragment spreads
+ *   rapid-reset 40,000 HTTP/2 HEADERS + RST_STREAM over 20 connections from one address (127.0.0.2)
+ *   window-0    500 HTTP/2 streams for a 1.4 MB asset from clients that never open their window (127.0.0.3)
+ *   disk-full   PGlite's DATA_DIR on a tmpfs that is filled up: sign-ins, captures, /readyz; then freed
  *   kill -9     webhook captures acknowledged, then the server killed; restarted, every one stored
  *
+ * During rapid-reset, window-0 and disk-full a bystander (127.0.0.1, a new HTTP/1.1 connection per
+ * request) asks GET /healthz every 20 ms; its p99 and failures are printed (goal: p99 < 1 s, none
+ * failed). disk-full needs PGlite and a tmpfs mount (root); elsewhere it is skipped with the reason.
+ *
  * It prints crashes, max RSS of the server, 5xx answers and acknowledged vs stored captures, and exits
- * non-zero when the server crashed, answered 5xx, held a socket open, lost an acknowledged capture, or
- * grew past BENCH_MAX_RSS_MB.
+ * non-zero when the server crashed, answered 5xx (but the 503s of a full disk), held a socket open,
+ * lost an acknowledged capture, grew past BENCH_MAX_RSS_MB or a bystander missed its goal.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
@@ -31,9 +39,43 @@ const FLOOD_SECONDS = 5;
 const KILL_AFTER_MS = 1500;
 const SUPERUSER = { email: 'bench@example.com', password: 'bench-password-1' };
 
+const BYSTANDER_GOAL_MS = 1000;
+/** The bystander's loop (CommonJS, evaluated in a worker thread): latencies in ms and the count of failed requests. */
+const BYSTANDER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const http = require('node:http');
+let stop = false;
+parentPort.once('message', () => (stop = true));
+const once = () => new Promise((resolve) => {
+  const request = http.request(workerData.url, { agent: false, localAddress: '127.0.0.1', timeout: 5000 }, (response) => {
+    response.resume();
+    response.once('end', () => resolve(response.statusCode));
+  });
+  request.once('timeout', () => request.destroy(new Error('timeout')));
+  request.once('error', () => resolve(0));
+  request.end();
+});
+(async () => {
+  const latencies = [];
+  let failed = 0;
+  while (!stop) {
+    const started = performance.now();
+    const status = await once();
+    latencies.push(performance.now() - started);
+    if (status !== 200) failed += 1;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  parentPort.postMessage({ latencies, failed });
+})();
+`;
+const ADMIN = { name: 'bench-admin', password: 'bench-admin-password' };
+
 const scratch = mkdtempSync(join(tmpdir(), 'bench-abuse-'));
-const dataDir = join(scratch, 'data');
 const adminUrl = process.env.DATABASE_URL;
+// PGlite's data directory on its own small tmpfs, so the disk-full case can fill it (root only).
+const diskMount = adminUrl ? { ok: false as const, reason: 'the store is PostgreSQL (DATABASE_URL)' } : mountTmpfs(join(scratch, 'disk'), '512m');
+const dataDir = diskMount.ok ? join(scratch, 'disk', 'data') : join(scratch, 'data');
+if (diskMount.ok) mkdirSync(dataDir, { mode: 0o700 });
 const database = adminUrl ? await scratchDatabase(adminUrl, 'bench_abuse') : undefined;
 const databaseUrl = database?.url;
 
@@ -49,12 +91,38 @@ const env: NodeJS.ProcessEnv = {
   FIRST_BYTE_TIMEOUT_MS: process.env.FIRST_BYTE_TIMEOUT_MS ?? '2000',
   REQUEST_TIMEOUT_MS: process.env.REQUEST_TIMEOUT_MS ?? '5000',
   WEBHOOK_MAX_REQUESTS: '1000000',
+  ADMIN_USERNAME: ADMIN.name,
+  ADMIN_PASSWORD: ADMIN.password,
+  // The window-0 case waits for the stall reset: 5 s instead of the default 30 s.
+  HTTP2_STALL_TIMEOUT_MS: process.env.HTTP2_STALL_TIMEOUT_MS ?? '5000',
 };
 if (databaseUrl) env.DATABASE_URL = databaseUrl;
 else delete env.DATABASE_URL;
 
-const report = { crashes: 0, maxRssMb: 0, fiveXx: 0, socketsLeftOpen: 0, acknowledged: 0, stored: 0, failures: [] as string[] };
+const report = {
+  crashes: 0,
+  maxRssMb: 0,
+  fiveXx: 0,
+  socketsLeftOpen: 0,
+  acknowledged: 0,
+  stored: 0,
+  failures: [] as string[],
+  bystanders: [] as Array<{ step: string; samples: number; p99Ms: number; failed: number }>,
+};
 let server: Server | undefined;
+let lastSendError = '';
+// Whatever ends this process, the server is stopped and the tmpfs released (lazily if still busy).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(1));
+process.once('exit', () => {
+  if (server && server.child.exitCode === null) server.child.kill('SIGKILL');
+  if (diskMount.ok) {
+    try {
+      execFileSync('umount', ['-l', join(scratch, 'disk')], { stdio: 'pipe' });
+    } catch {
+      // already unmounted by the normal path
+    }
+  }
+});
 
 try {
   server = await startServer();
@@ -138,6 +206,39 @@ try {
     await expectAlive(base);
   });
 
+  await step('rapid-reset: 40,000 HEADERS + RST_STREAM over 20 HTTP/2 connections from 127.0.0.2', async () => {
+    const flood = await withBystander(base, 'rapid-reset', () => rapidReset(server!.port, '127.0.0.2', 20, 40_000, 15));
+    console.log(
+      `  streams sent ${flood.sent} in ${flood.seconds.toFixed(1)} s over ${flood.sessions} connections: ${flood.calmed} ended by GOAWAY ENHANCE_YOUR_CALM, ${flood.refused} closed at accept (cool-down)`,
+    );
+    await expectAlive(base);
+  });
+
+  await step('window-0: 500 HTTP/2 streams for /docs/assets/swagger-ui-bundle.js that are never read, from 127.0.0.3', async () => {
+    const rssBefore = rssMb(server!.child.pid);
+    const readers = await withBystander(base, 'window-0', () =>
+      windowZeroReaders(server!.port, '127.0.0.3', 500, '/docs/assets/swagger-ui-bundle.js', Math.min(60_000, Number(env.HTTP2_STALL_TIMEOUT_MS) + 10_000)),
+    );
+    console.log(
+      `  streams: ${[...readers.outcomes].map(([outcome, count]) => `${outcome}×${count}`).join(', ')}; all closed after ${readers.seconds.toFixed(1)} s; RSS ${rssBefore.toFixed(0)} -> max ${report.maxRssMb.toFixed(0)} MB`,
+    );
+    if ((readers.outcomes.get('open at the end') ?? 0) > 0) report.failures.push('window-0 streams were still open when the case ended');
+    await expectAlive(base);
+  });
+
+  if (diskMount.ok) {
+    await step('disk-full: DATA_DIR filled up; sign-ins, captures and /readyz; then the space freed', async () => {
+      const full = await withBystander(base, 'disk-full', () => diskFull(base, join(scratch, 'disk'), routeId));
+      console.log(`  while full: ${[...full.whileFull].map(([what, count]) => `${what}×${count}`).join(', ')}`);
+      console.log(`  after freeing: /readyz ${full.readyAfter}, sign-in ${full.signInAfter}`);
+      if ([...full.whileFull.keys()].some((key) => key.endsWith(' 500'))) report.failures.push('a 500 while the disk was full');
+      if (full.readyAfter !== 200 || full.signInAfter !== 200) report.failures.push('the server did not recover once space was freed');
+      await expectAlive(base);
+    });
+  } else {
+    console.log(`disk-full: skipped (${diskMount.reason})`);
+  }
+
   await step(`kill -9: webhook captures for ${KILL_AFTER_MS} ms, SIGKILL, restart, count`, async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
     let killed = false;
@@ -171,6 +272,7 @@ try {
   if (server && server.child.exitCode === null) server.child.kill('SIGTERM');
   if (server) await server.exited;
   await database?.drop().catch(() => undefined);
+  if (diskMount.ok) unmountTmpfs(join(scratch, 'disk'));
   rmSync(scratch, { recursive: true, force: true });
 }
 
@@ -181,6 +283,9 @@ console.log(`max RSS ${report.maxRssMb.toFixed(0)} MB (limit ${MAX_RSS_MB})`);
 console.log(`5xx answers ${report.fiveXx}`);
 console.log(`sockets left open ${report.socketsLeftOpen}`);
 console.log(`captures acknowledged ${report.acknowledged}, stored ${report.stored}, lost ${Math.max(0, report.acknowledged - report.stored)}`);
+for (const bystander of report.bystanders) {
+  console.log(`bystander /healthz during ${bystander.step}: ${bystander.samples} requests, p99 ${bystander.p99Ms.toFixed(0)} ms, failed ${bystander.failed}`);
+}
 for (const failure of report.failures) console.log(`FAIL ${failure}`);
 const failed =
   report.crashes > 0 ||
@@ -248,8 +353,6 @@ async function expectAlive(base: string): Promise<void> {
   if (status !== 200) throw new Error(`/healthz answered ${status}`);
 }
 
-let lastSendError = '';
-
 /** One HTTP/1.1 request; answers the status (5xx are counted), 0 when the connection failed. */
 function send(base: string, path: string, options: { method: string; headers?: Record<string, string>; body?: Buffer; agent?: http.Agent }): Promise<number> {
   return new Promise((resolve) => {
@@ -267,6 +370,205 @@ function send(base: string, path: string, options: { method: string; headers?: R
     });
     request.end(options.body);
   });
+}
+
+/**
+ * Runs `attack` while a bystander from 127.0.0.1 asks GET /healthz on a new HTTP/1.1 connection
+ * every 20 ms (5 s timeout each); records its p99 and failures, and fails the goal (p99 < 1 s, none
+ * failed). The bystander runs in a worker thread: the attack's client work in this thread must not
+ * delay it, only the server may.
+ */
+async function withBystander<T>(base: string, name: string, attack: () => Promise<T>): Promise<T> {
+  const bystander = new Worker(BYSTANDER_SOURCE, { eval: true, workerData: { url: `${base}/healthz` } });
+  const measured = new Promise<{ latencies: number[]; failed: number }>((resolve, reject) => {
+    bystander.once('message', resolve);
+    bystander.once('error', reject);
+  });
+  try {
+    return await attack();
+  } finally {
+    bystander.postMessage('stop');
+    const { latencies, failed } = await measured;
+    await bystander.terminate();
+    latencies.sort((a, b) => a - b);
+    const p99Ms = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;
+    report.bystanders.push({ step: name, samples: latencies.length, p99Ms, failed });
+    console.log(`  bystander /healthz: ${latencies.length} requests, p99 ${p99Ms.toFixed(0)} ms, failed ${failed}`);
+    if (p99Ms >= BYSTANDER_GOAL_MS || failed > 0) report.failures.push(`bystander during ${name}: p99 ${p99Ms.toFixed(0)} ms, ${failed} failed`);
+  }
+}
+
+function attackerSession(port: number, from: string, settings: http2.Settings = {}): http2.ClientHttp2Session {
+  const session = http2.connect(`http://127.0.0.1:${port}`, {
+    settings,
+    createConnection: () => net.connect({ host: '127.0.0.1', port, localAddress: from }),
+  });
+  session.on('error', () => undefined);
+  return session;
+}
+
+/** HEADERS + RST_STREAM as fast as each connection can, reconnecting when the server closes it, until `total` or `seconds`. */
+async function rapidReset(port: number, from: string, connections: number, total: number, seconds: number) {
+  const result = { sent: 0, sessions: 0, calmed: 0, refused: 0, seconds: 0 };
+  const started = performance.now();
+  const until = Date.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (result.sent < total && Date.now() < until) {
+        const session = attackerSession(port, from);
+        result.sessions += 1;
+        let calmed = false;
+        let answered = false;
+        session.once('goaway', (code: number) => (calmed = code === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
+        // The server's SETTINGS: a connection closed before them was closed at accept (the address cooling down).
+        session.once('remoteSettings', () => (answered = true));
+        const closed = new Promise<void>((resolve) => session.once('close', resolve));
+        let sentHere = 0;
+        await Promise.race([new Promise((resolve) => session.once('connect', resolve)), closed]);
+        while (!session.closed && !session.destroyed && result.sent < total && Date.now() < until) {
+          const stream = session.request({ ':path': '/healthz' });
+          stream.on('error', () => undefined);
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          result.sent += 1;
+          sentHere += 1;
+          if (sentHere % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+        session.destroy();
+        await closed;
+        if (calmed) result.calmed += 1;
+        if (!answered) result.refused += 1;
+        // A refused connection is retried at once by a real attacker; 10 ms keeps this client from spinning.
+        if (!answered) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }),
+  );
+  result.seconds = (performance.now() - started) / 1000;
+  return result;
+}
+
+/** `streams` GETs of `path` over sessions that announce a window of 0 and never read; answers how each stream ended. */
+async function windowZeroReaders(port: number, from: string, streams: number, path: string, boundMs: number) {
+  const outcomes = new Map<string, number>();
+  const count = (outcome: string) => outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+  const started = performance.now();
+  const sessions: http2.ClientHttp2Session[] = [];
+  const ended: Array<Promise<void>> = [];
+  for (let index = 0; index < streams; index += 100) {
+    const session = attackerSession(port, from, { initialWindowSize: 0 });
+    sessions.push(session);
+    for (let stream = index; stream < Math.min(streams, index + 100); stream += 1) {
+      const request = session.request({ ':path': path });
+      request.on('error', () => undefined);
+      request.pause();
+      ended.push(
+        new Promise((resolve) =>
+          request.once('close', () => {
+            const code = request.rstCode ?? 0;
+            count(
+              code === http2.constants.NGHTTP2_CANCEL
+                ? 'reset as stalled'
+                : code === http2.constants.NGHTTP2_REFUSED_STREAM
+                  ? 'refused'
+                  : `closed (code ${code})`,
+            );
+            resolve();
+          }),
+        ),
+      );
+    }
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const allEnded = await Promise.race([
+    Promise.all(ended).then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), boundMs))),
+  ]);
+  clearTimeout(timer);
+  const seconds = (performance.now() - started) / 1000;
+  if (!allEnded) outcomes.set('open at the end', streams - [...outcomes.values()].reduce((sum, value) => sum + value, 0));
+  for (const session of sessions) session.destroy();
+  return { outcomes, seconds };
+}
+
+/** Fills the tmpfs under DATA_DIR, then sign-ins, captures and /readyz for 3 s; frees it and checks recovery. */
+async function diskFull(base: string, mount: string, routeId: string) {
+  const whileFull = new Map<string, number>();
+  const count = (what: string) => whileFull.set(what, (whileFull.get(what) ?? 0) + 1);
+  const filler = join(mount, 'filler');
+  const fd = openSync(filler, 'w');
+  try {
+    for (const size of [1024 * 1024, 4096]) {
+      const chunk = Buffer.alloc(size, 1);
+      try {
+        for (;;) writeSync(fd, chunk);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    const until = Date.now() + 3000;
+    let attempt = 0;
+    while (Date.now() < until) {
+      attempt += 1;
+      // Sign-ins from addresses of their own: the admin's right password, and wrong ones for another name.
+      const from = `127.0.2.${(attempt % 200) + 1}`;
+      const guess = attempt % 2 === 0 ? ADMIN : { name: 'bench-guess', password: 'wrong-password' };
+      count(`sign-in ${await sendFrom(base, '/api/auth', from, JSON.stringify(guess))}`);
+      count(`capture ${await sendFrom(base, `/${routeId}`, '127.0.0.1', '{"disk":"full"}')}`);
+      count(`readyz ${await getStatus(`${base}/readyz`)}`);
+    }
+  } finally {
+    rmSync(filler, { force: true });
+  }
+  const readyAfter = await getStatus(`${base}/readyz`);
+  const signInAfter = await sendFrom(base, '/api/auth', '127.0.2.250', JSON.stringify(ADMIN));
+  return { whileFull, readyAfter, signInAfter };
+}
+
+/** A JSON POST from `from`; a 503 is expected here (a full disk) and is not counted as a 5xx failure, a 500 is. */
+function sendFrom(base: string, path: string, from: string, body: string): Promise<number> {
+  return new Promise((resolve) => {
+    const request = http.request(
+      `${base}${path}`,
+      { method: 'POST', localAddress: from, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        response.resume();
+        response.once('end', () => {
+          const status = response.statusCode ?? 0;
+          if (status >= 500 && status !== 503) report.fiveXx += 1;
+          resolve(status);
+        });
+      },
+    );
+    request.once('error', () => resolve(0));
+    request.end(body);
+  });
+}
+
+async function getStatus(url: string): Promise<number> {
+  const response = await fetch(url).catch(() => undefined);
+  await response?.arrayBuffer();
+  return response?.status ?? 0;
+}
+
+function mountTmpfs(dir: string, size: string): { ok: true } | { ok: false; reason: string } {
+  try {
+    mkdirSync(dir, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, reason: `cannot mount a tmpfs: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}` };
+  }
+}
+
+function unmountTmpfs(dir: string): void {
+  try {
+    execFileSync('umount', [dir], { stdio: 'pipe' });
+  } catch {
+    execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+  }
 }
 
 function truncatedGrpcSession(port: number, streams: number): Promise<void> {

@@ -21,6 +21,8 @@ export interface Config {
   adminPassword: string | undefined;
   signInMaxFailures: number;
   signInWindowSeconds: number;
+  /** Failed sign-ins per name over all addresses per window (the ceiling above the per name-and-address limit). */
+  signInNameMaxFailures: number;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   shutdownGraceMs: number;
@@ -34,6 +36,18 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** HTTP/2: a session that exchanges no frames for this long is closed (GOAWAY), then destroyed after as long again. */
   http2IdleTimeoutMs: number;
+  /** HTTP/2: the SETTINGS_MAX_CONCURRENT_STREAMS every session is told; more open streams are refused. */
+  http2MaxConcurrentStreams: number;
+  /** HTTP/2: new streams one session may open per second (an address 4 times as many over its sessions); more closes the session. */
+  http2MaxStreamsPerSecond: number;
+  /** HTTP/2: streams of one session that may end in a reset per second (an address 4 times as many); more closes the session (rapid reset). */
+  http2MaxResetsPerSecond: number;
+  /** HTTP/2: streams open at once from one client address over all its sessions; beyond it new streams are refused. */
+  http2MaxStreamsPerAddress: number;
+  /** HTTP/2: a stream whose buffered answer the client leaves unread this long is reset (and counts as a reset). */
+  http2StallTimeoutMs: number;
+  /** HTTP/2: an address whose session was closed for abuse has its new connections refused this long. */
+  http2AbuseCooldownMs: number;
   /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
   startupTimeoutMs: number;
   // --- article publishing (docs/publishing.md) ---
@@ -148,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPassword,
     signInMaxFailures: integer(env, 'SIGNIN_MAX_FAILURES', 5, 1, 1000),
     signInWindowSeconds: integer(env, 'SIGNIN_WINDOW_SECONDS', 300, 1, 86400),
+    signInNameMaxFailures: integer(env, 'SIGNIN_NAME_MAX_FAILURES', 100, 1, 1_000_000),
     tlsCert,
     tlsKey,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
@@ -217,7 +232,20 @@ function corsOrigins(env: Env): string[] {
 /** Timeouts of the one port's connections (docs/architecture.md, "One port"). */
 function connectionTimeouts(
   env: Env,
-): Pick<Config, 'firstByteTimeoutMs' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs' | 'http2IdleTimeoutMs'> {
+): Pick<
+  Config,
+  | 'firstByteTimeoutMs'
+  | 'headersTimeoutMs'
+  | 'requestTimeoutMs'
+  | 'keepAliveTimeoutMs'
+  | 'http2IdleTimeoutMs'
+  | 'http2MaxConcurrentStreams'
+  | 'http2MaxStreamsPerSecond'
+  | 'http2MaxResetsPerSecond'
+  | 'http2MaxStreamsPerAddress'
+  | 'http2StallTimeoutMs'
+  | 'http2AbuseCooldownMs'
+> {
   const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', 20_000, 10, 600_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 300_000, 10, 3_600_000);
   // Node refuses a headers timeout longer than the request timeout it is part of.
@@ -229,6 +257,12 @@ function connectionTimeouts(
     requestTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 10, 600_000),
     http2IdleTimeoutMs: integer(env, 'HTTP2_IDLE_TIMEOUT_MS', 120_000, 10, 3_600_000),
+    http2MaxConcurrentStreams: integer(env, 'HTTP2_MAX_CONCURRENT_STREAMS', 100, 1, 10_000),
+    http2MaxStreamsPerSecond: integer(env, 'HTTP2_MAX_STREAMS_PER_SECOND', 5000, 1, 1_000_000),
+    http2MaxResetsPerSecond: integer(env, 'HTTP2_MAX_RESETS_PER_SECOND', 100, 1, 1_000_000),
+    http2MaxStreamsPerAddress: integer(env, 'HTTP2_MAX_STREAMS_PER_ADDRESS', 256, 1, 1_000_000),
+    http2StallTimeoutMs: integer(env, 'HTTP2_STALL_TIMEOUT_MS', 30_000, 10, 3_600_000),
+    http2AbuseCooldownMs: integer(env, 'HTTP2_ABUSE_COOLDOWN_MS', 10_000, 0, 3_600_000),
   };
 }
 

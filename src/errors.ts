@@ -103,6 +103,9 @@ const SERVER_FAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
 /** What a client is told to wait when the database is unreachable. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
+/** What a client is told to wait when the store's disk is full: an operator has to free space first. */
+export const STORAGE_FULL_RETRY_AFTER_SECONDS = 30;
+
 /** Turns anything thrown into an AppError; unknown failures become `internal` with the cause kept for logs. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
@@ -117,7 +120,7 @@ export function toAppError(error: unknown): AppError {
   }
   if (isDatabaseUnavailable(error)) {
     return new AppError('unavailable', 'The service is temporarily unavailable; retry later.', {
-      retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS,
+      retryAfterSeconds: isStorageFull(error) ? STORAGE_FULL_RETRY_AFTER_SECONDS : UNAVAILABLE_RETRY_AFTER_SECONDS,
       cause: error,
     });
   }
@@ -150,12 +153,43 @@ const UNAVAILABLE_MESSAGES =
   /^timeout expired$|Connection terminated|Connection ended unexpectedly|Query read timeout|Timeout acquiring a connection|Client has encountered a connection error|Client was closed and is not queryable|terminating connection/i;
 
 /**
- * Whether an error means the database cannot be reached right now (refused, reset, timed out,
- * restarting), so the request may succeed if retried: such failures are 503 / UNAVAILABLE, not
- * 500 / INTERNAL. Looks through `cause` chains and AggregateErrors (a refused dual-stack connect).
+ * SQLSTATEs of a store that cannot write: class 53's disk_full (53100), insufficient_resources
+ * (53000) and out_of_memory (53200), and io_error (58030). PostgreSQL and PGlite alike raise 53100
+ * when a file cannot be extended or written for lack of space.
+ */
+const STORAGE_SQLSTATES = /^(53000|53100|53200|58030)$/;
+
+/** File errors of the filesystem under the store (PGlite's DATA_DIR, the data-dir lock, node:fs). */
+const STORAGE_ERRNOS = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO']);
+
+/** The same in the words of PostgreSQL, PGlite's file system layer and libc. */
+const STORAGE_MESSAGES = /No space left on device|Disk quota exceeded|Read-only file system|could not extend file|could not write to file/i;
+
+/**
+ * Whether an error means the store cannot write: its disk is full (or read-only, or failing). A
+ * request that hit it may succeed once space is freed, so it is 503 / UNAVAILABLE like an outage,
+ * never 500; `/readyz` reports it. Looks through `cause` chains and AggregateErrors.
+ */
+export function isStorageFull(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false;
+  const { code, message, name, cause, errors } = error as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === 'string' && (STORAGE_ERRNOS.has(code) || STORAGE_SQLSTATES.test(code))) return true;
+  // Emscripten's file layer under PGlite throws ErrnoError objects, whose message is often empty.
+  if (name === 'ErrnoError') return true;
+  if (typeof message === 'string' && STORAGE_MESSAGES.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((inner) => isStorageFull(inner, depth + 1))) return true;
+  return cause !== undefined && isStorageFull(cause, depth + 1);
+}
+
+/**
+ * Whether an error means the database cannot be reached or cannot write right now (refused, reset,
+ * timed out, restarting, its disk full), so the request may succeed if retried: such failures are
+ * 503 / UNAVAILABLE, not 500 / INTERNAL. Looks through `cause` chains and AggregateErrors (a
+ * refused dual-stack connect).
  */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null || depth > 5) return false;
+  if (depth === 0 && isStorageFull(error)) return true;
   const { code, message, name, cause, errors } = error as { code?: unknown; message?: unknown; name?: unknown; cause?: unknown; errors?: unknown };
   if (typeof code === 'string' && (CONNECTION_ERRNOS.has(code) || UNAVAILABLE_SQLSTATES.test(code))) return true;
   if (name === 'KnexTimeoutError') return true;

@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines/webhook-capture/index.js';
 import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
 import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
-import { AppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
+import { AppError, isStorageFull, STORAGE_FULL_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';
 
 const NO_SUCH_ROUTE = 'No such route (it may have expired).';
@@ -26,7 +26,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
     } catch (error) {
       onError(error, requestId);
       req.resume();
-      reply(res, req.method, tryAgainLater());
+      reply(res, req.method, tryAgainLater(error));
       return '/{routeId}';
     }
     if (!route) {
@@ -53,7 +53,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       outcome = await webhooks.capture(record);
     } catch (error) {
       onError(error, requestId);
-      reply(res, req.method, tryAgainLater());
+      reply(res, req.method, tryAgainLater(error));
       return '/{routeId}';
     }
     if (outcome === 'route_gone') {
@@ -70,9 +70,10 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
   };
 }
 
-/** The store could not take the capture (or find its route): not acknowledged, the sender may retry. */
-function tryAgainLater(): RestReply {
-  return renderProblemDetails(new AppError('unavailable', 'the capture was not stored', { retryAfterSeconds: UNAVAILABLE_RETRY_AFTER_SECONDS }));
+/** The store could not take the capture (or find its route): not acknowledged, the sender may retry (later when its disk is full). */
+function tryAgainLater(error: unknown): RestReply {
+  const retryAfterSeconds = isStorageFull(error) ? STORAGE_FULL_RETRY_AFTER_SECONDS : UNAVAILABLE_RETRY_AFTER_SECONDS;
+  return renderProblemDetails(new AppError('unavailable', 'the capture was not stored', { retryAfterSeconds }));
 }
 
 /** Reads the body, keeping the first `limit` bytes; undefined when the request was aborted. */

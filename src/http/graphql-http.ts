@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { createHandler, type OperationContext } from 'graphql-http';
 import { GraphQLError, Lexer, parse, Source, TokenKind, type GraphQLSchema, type ValidationRule } from 'graphql';
-import { toAppError, type AppError } from '../errors.js';
+import { AppError, toAppError } from '../errors.js';
+import { findUnsafeNumber } from '../engines/json-numbers/index.js';
 import { readBody, refusalHeaders } from './body.js';
 import type { NodeRequest, NodeResponse } from './rest-api.js';
 
@@ -57,6 +58,7 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
       const context = await options.context(req, requestId);
       let body = '';
       if (req.method === 'POST') body = (await readBody(req, limit)).toString('utf8');
+      refuseUnsafeNumbers(req.method === 'POST' ? body : variablesOfQuery(req.url));
       const [responseBody, init] = await handler({
         method: req.method ?? 'GET',
         url: req.url ?? '/',
@@ -75,6 +77,26 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
     (res as ServerResponse).writeHead(reply.status, headers);
     res.end(reply.body);
   };
+}
+
+/**
+ * Variables with a number JSON.parse would not keep (`1e999`, an integer beyond 2^53) are refused
+ * with 400 naming the variable, before graphql-http parses the request.
+ */
+function refuseUnsafeNumbers(json: string | undefined): void {
+  if (!json) return;
+  const unsafe = findUnsafeNumber(json);
+  if (!unsafe) return;
+  const field = unsafe.path.replace(/^variables\.?/, '') || 'variables';
+  throw new AppError('invalid_argument', `Variable "${field}" ${unsafe.message}.`, { violations: [{ field, message: unsafe.message }] });
+}
+
+/** The `variables` parameter of a GET request, as the JSON text of an object (`{"variables": …}`), or undefined. */
+function variablesOfQuery(url: string | undefined): string | undefined {
+  const query = url?.split('?', 2)[1];
+  if (!query) return undefined;
+  const variables = new URLSearchParams(query).get('variables');
+  return variables === null ? undefined : `{"variables":${variables}}`;
 }
 
 /**

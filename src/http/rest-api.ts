@@ -4,6 +4,7 @@ import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
+import { findUnsafeNumber } from '../engines/json-numbers/index.js';
 import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
 
@@ -483,11 +484,17 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   if (!/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
     throw new ContractRefusal('invalid_argument', { violations: [{ field: 'body', message: 'must be application/json' }] });
   }
+  const text = bytes.toString('utf8');
+  let parsed: unknown;
   try {
-    return JSON.parse(bytes.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     throw new ContractRefusal('invalid_argument', { violations: [{ field: 'body', message: 'is not valid JSON' }] });
   }
+  // JSON.parse turns 1e999 into Infinity (stored as null) and rounds integers beyond 2^53: refused, naming the field.
+  const unsafe = findUnsafeNumber(text);
+  if (unsafe) throw new ContractRefusal('invalid_argument', { violations: [{ field: unsafe.path || 'body', message: unsafe.message }] });
+  return parsed;
 }
 
 /** Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. */

@@ -13,12 +13,13 @@ import { databaseOptionsOf, openDatabase, migrateLatest, type Database } from '.
 import { TokenService } from '../auth/token-service.js';
 import type { UserService } from '../services/user-service.js';
 import { sendReply, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
-import { toAppError } from '../errors.js';
+import { AppError, toAppError } from '../errors.js';
 import { renderUserApiError } from '../handlers/users.js';
 import { buildModules } from './modules.js';
 import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createOnePortServer } from './protocol-switch.js';
+import { Http2Guard } from './http2-guard.js';
 import { requestIdOf } from './request-id.js';
 import { clusterMetricsSource } from './cluster.js';
 import {
@@ -110,7 +111,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     readMaxBytes: config.rpcMaxMessageBytes,
     writeMaxBytes: config.rpcMaxMessageBytes,
     jsonOptions: { registry: cloudJsonRegistry },
-    routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor]),
+    routes: rpcRoutes(rpcServices, [rpcOutcomeInterceptor], config.rpcMaxMessageBytes),
   });
   const logRequest = (
     requestId: string,
@@ -134,6 +135,14 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     // in every log line written while serving it.
     const trace = traceContextOf(req.headers.traceparent);
     res.setHeader('traceparent', formatTraceparent(trace));
+    // RFC 9112 §3.2: a request with more than one Host is answered 400 (Node keeps the first and drops
+    // the rest, so which host a proxy in front saw is uncertain). The connection is not reused.
+    if (repeatsHost(req.rawHeaders)) {
+      if (req.httpVersionMajor === 1) res.setHeader('connection', 'close');
+      sendReply(res, renderServerError(new AppError('invalid_argument', 'A request must carry exactly one Host header.')), undefined, req.method === 'HEAD');
+      logRequest(requestId, req.method, 'repeated Host', 400, started, NO_LOG_FIELDS);
+      return;
+    }
     // HTTP/1.1 and HTTP/2 REST: the fields reach every log line through AsyncLocalStorage, whose
     // first use turns on Node 20's promise hooks for every later promise (~10% of a REST read's CPU).
     // A logger that writes no line at all (LOG_LEVEL=silent) has nothing to carry them to (and no
@@ -224,8 +233,18 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   // HTTP/2 streams: native unary gRPC takes the fast path; everything else goes through Node's
   // compatibility API (req/res) of a second, never-listening server to the same dispatcher.
   const h2Compat = http2.createServer({}, dispatch);
-  const h2 = http2.createServer({});
+  // A bounded SETTINGS_MAX_CONCURRENT_STREAMS (Node's default is 2^32-1); rates and stalls are the guard's.
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: config.http2MaxConcurrentStreams } });
+  const http2Guard = new Http2Guard({
+    maxStreamsPerSecond: config.http2MaxStreamsPerSecond,
+    maxResetsPerSecond: config.http2MaxResetsPerSecond,
+    maxStreamsPerAddress: config.http2MaxStreamsPerAddress,
+    stallTimeoutMs: config.http2StallTimeoutMs,
+    cooldownMs: config.http2AbuseCooldownMs,
+  });
   h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+    // Refused by the guard, or reset by the client before it was dispatched (rapid reset): nothing to serve.
+    if (stream.closed) return;
     if (grpcUnary.accepts(headers)) {
       const started = performance.now();
       const requestId = requestIdOf(headers['x-request-id']);
@@ -258,6 +277,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     tls: tlsOptions,
     firstByteTimeoutMs: config.firstByteTimeoutMs,
     http2IdleTimeoutMs: config.http2IdleTimeoutMs,
+    http2Guard,
   });
   for (const module of modules) await module.start?.();
   ready = true;
@@ -291,6 +311,18 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
  * paths) and modules without a renderer: the users API's `{statusCode, message, error}` (docs/users-api.md).
  */
 const renderServerError = renderUserApiError;
+
+/** Whether a request's raw header list names Host more than once. */
+function repeatsHost(rawHeaders: string[]): boolean {
+  let seen = false;
+  for (let at = 0; at < rawHeaders.length; at += 2) {
+    const name = rawHeaders[at]!;
+    if (name.length !== 4 || name.toLowerCase() !== 'host') continue;
+    if (seen) return true;
+    seen = true;
+  }
+  return false;
+}
 
 /** gRPC, gRPC-Web and Connect calls all use `/<package>.<Service>/<Method>`; no REST path has a dot there. */
 function isRpcPath(url: string): boolean {

@@ -4,7 +4,7 @@ import http2 from 'node:http2';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
-import { AppError, toAppError } from '../errors.js';
+import { AppError, STORAGE_FULL_RETRY_AFTER_SECONDS, toAppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/rest-api.js';
 
 export interface ExpressAppDeps {
@@ -46,10 +46,16 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
     );
     // A lost LISTEN connection means live streams, route invalidation and work wake-ups stall until it is back.
     const listening = deps.db.listenerHealthy();
-    const ready = reachable && listening && deps.isReady();
-    res
-      .status(ready ? 200 : 503)
-      .json({ status: ready ? 'ready' : 'not ready', database: reachable ? 'ok' : 'unreachable', listener: listening ? 'ok' : 'down' });
+    // A store that answers reads but cannot write (its disk full) fails every sign-in and capture.
+    const storage = reachable ? await deps.db.storage() : 'unknown';
+    const ready = reachable && listening && storage === 'ok' && deps.isReady();
+    if (!ready) res.setHeader('retry-after', String(storage === 'full' ? STORAGE_FULL_RETRY_AFTER_SECONDS : UNAVAILABLE_RETRY_AFTER_SECONDS));
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : 'not ready',
+      database: reachable ? 'ok' : 'unreachable',
+      listener: listening ? 'ok' : 'down',
+      storage,
+    });
   });
   routes.get('/.well-known/jwks.json', (req, res) => {
     // Cacheable for 5 minutes and revalidated by ETag. A key made by a rotation signs at once, so a

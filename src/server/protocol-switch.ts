@@ -2,6 +2,7 @@ import type http from 'node:http';
 import type http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
+import type { Http2Guard } from './http2-guard.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -15,6 +16,8 @@ export interface OnePortOptions {
   firstByteTimeoutMs: number;
   /** An HTTP/2 session without frames for this long gets a GOAWAY, and is destroyed after as long again. */
   http2IdleTimeoutMs: number;
+  /** HTTP/2 stream, reset and stall bounds; an address it is cooling down gets its connections closed at once. */
+  http2Guard?: Http2Guard;
 }
 
 export interface OnePortServer {
@@ -79,7 +82,7 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     });
     // After a hand-over the HTTP server handles socket errors; before, nothing else listens.
     raw.on('error', () => raw.destroy());
-    if (closing) raw.destroy();
+    if (closing || options.http2Guard?.refuses(raw.remoteAddress)) raw.destroy();
     return connection;
   };
 
@@ -145,6 +148,7 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
   // stays idle for as long again, it is destroyed. Any frame restarts the timer (Node's own).
   h2.on('session', (session: http2.ServerHttp2Session) => {
     sessions.add(session);
+    options.http2Guard?.watch(session, session.socket?.remoteAddress);
     const onIdle = () => {
       if (session.closed) {
         session.destroy();
@@ -173,6 +177,7 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     },
     async close(graceMs) {
       closing = true;
+      options.http2Guard?.stop();
       const allClosed = new Promise<void>((resolve) => {
         drained = resolve;
         if (connections.size === 0) resolve();

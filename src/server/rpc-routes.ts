@@ -3,6 +3,7 @@ import { createServiceImplSpec, type ConnectError, type ConnectRouter, type Inte
 import type { UniversalHandler } from '@connectrpc/connect/protocol';
 import type { RegisteredService } from './grpc-unary.js';
 import { specGrpcMessages } from './grpc-message.js';
+import { refuseUnsafeJsonNumbers } from './rpc-json-numbers.js';
 
 /**
  * One RPC service as the server serves it: the same entry feeds connect-node (every protocol), the
@@ -29,20 +30,29 @@ export function rpcService<T extends DescService>(
 
 /**
  * Registers the services on a Connect router; `interceptors` run first, around every service's own.
- * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts).
+ * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts) and refuses Connect JSON requests with numbers JSON.parse would not keep (rpc-json-numbers.ts).
  */
-export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[] = []): (router: ConnectRouter) => void {
+export function rpcRoutes(
+  services: readonly RpcService[],
+  interceptors: readonly Interceptor[] = [],
+  readMaxBytes = DEFAULT_READ_MAX_BYTES,
+): (router: ConnectRouter) => void {
   return (router) => {
     for (const entry of services) {
       const before = router.handlers.length;
       router.service(entry.service, entry.implementation, { interceptors: [...interceptors, ...(entry.interceptors ?? [])] });
       for (let index = before; index < router.handlers.length; index++) {
-        const handler = router.handlers[index];
-        if (handler) router.handlers[index] = specGrpcMessages(entry.adaptHandler ? entry.adaptHandler(handler) : handler);
+        let handler = router.handlers[index];
+        if (!handler) continue;
+        if (entry.adaptHandler) handler = entry.adaptHandler(handler);
+        router.handlers[index] = specGrpcMessages(refuseUnsafeJsonNumbers(handler, { readMaxBytes, shapeError: entry.shapeError }));
       }
     }
   };
 }
+
+/** RPC_MAX_MESSAGE_BYTES's default, for routers built without a config (in-memory tests). */
+const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /** The services as the native gRPC path runs them (the same implementations and interceptors). */
 export function grpcUnaryServices(services: readonly RpcService[]): RegisteredService[] {

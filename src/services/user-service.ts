@@ -58,6 +58,7 @@ export interface UserServiceOptions {
   accessTokenTtlSeconds: number;
   signInMaxFailures: number;
   signInWindowSeconds: number;
+  signInNameMaxFailures?: number;
 }
 
 const DEFAULT_SETTINGS: Settings = {
@@ -84,7 +85,11 @@ export class UserService {
     private readonly options: UserServiceOptions,
   ) {
     this.users = new UserRepository(knex);
-    this.throttle = new SignInThrottle(knex, { maxFailures: options.signInMaxFailures, windowSeconds: options.signInWindowSeconds });
+    this.throttle = new SignInThrottle(knex, {
+      maxFailures: options.signInMaxFailures,
+      windowSeconds: options.signInWindowSeconds,
+      nameMaxFailures: options.signInNameMaxFailures,
+    });
   }
 
   /**

@@ -1,8 +1,10 @@
+import { statfs } from 'node:fs/promises';
 import knexFactory, { type Knex } from 'knex';
 import type pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
 import type { Config } from '../config.js';
+import { isStorageFull } from '../errors.js';
 
 /** Which engine is behind the Knex instance; the SQL is the same, only a few driver quirks differ. */
 export type DatabaseKind = 'postgres' | 'pglite';
@@ -18,7 +20,35 @@ export interface Database {
   listen(channel: string, onPayload: (payload: string) => void, options?: { onReconnect?(): void }): Promise<() => Promise<void>>;
   /** False while the LISTEN connection is down (notifications are being missed); `/readyz` reports it. */
   listenerHealthy(): boolean;
+  /**
+   * Whether the store can write: `full` when a small write fails for lack of space (or, on PGlite,
+   * when DATA_DIR's filesystem has less than `MIN_FREE_BYTES` left). `/readyz` reports it.
+   */
+  storage(): Promise<'ok' | 'full'>;
   close(): Promise<void>;
+}
+
+/**
+ * PGlite's DATA_DIR needs room for the next WAL segment (16 MiB, which PostgreSQL creates in one
+ * piece): with less, the next write that ends a segment fails, so the store already counts as full.
+ */
+const MIN_FREE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * One small write, as a request would make: a probe row in `limit_counters` (expired at once, so the
+ * counters' sweep removes it). Only a storage failure says anything here; `/readyz` checks
+ * reachability itself.
+ */
+async function probeWrite(knex: Knex): Promise<'ok' | 'full'> {
+  try {
+    await knex.raw(
+      `INSERT INTO limit_counters (key, count, expires_at) VALUES ('readiness-probe', 0, now())
+       ON CONFLICT (key) DO UPDATE SET count = 0, expires_at = now()`,
+    );
+    return 'ok';
+  } catch (error) {
+    return isStorageFull(error) ? 'full' : 'ok';
+  }
 }
 
 export interface DatabaseOptions {
@@ -110,6 +140,7 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
     kind: 'postgres',
     listen: (channel, onPayload, listenOptions) => listener.listen(channel, { onPayload, onReconnect: listenOptions?.onReconnect }),
     listenerHealthy: () => listener.healthy(),
+    storage: () => probeWrite(knex),
     async close() {
       await listener.close();
       await knex.destroy();
@@ -168,6 +199,13 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     },
     // In-process notifications: nothing to lose.
     listenerHealthy: () => true,
+    async storage() {
+      if (onDisk) {
+        const space = await statfs(dataDir).catch(() => undefined);
+        if (space && space.bavail * space.bsize < MIN_FREE_BYTES) return 'full';
+      }
+      return probeWrite(knex);
+    },
     async close() {
       try {
         await knex.destroy();

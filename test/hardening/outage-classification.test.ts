@@ -1,6 +1,6 @@
 import { Code } from '@connectrpc/connect';
 import { GraphQLError } from 'graphql';
-import { AppError, isDatabaseUnavailable, toAppError } from '../../src/errors.js';
+import { AppError, isDatabaseUnavailable, isStorageFull, toAppError } from '../../src/errors.js';
 import { toConnectError } from '../../src/handlers/cloud/errors.js';
 import { renderUserApiError } from '../../src/handlers/users.js';
 import { renderProblemDetails } from '../../src/http/problem-details.js';
@@ -38,6 +38,37 @@ const cases: Array<[string, { given: unknown; want: boolean }]> = [
   ['a message merely mentioning a timeout is no outage', { given: new Error('request timeout expired for upstream'), want: false }],
   ['not an error', { given: 'ECONNREFUSED', want: false }],
 ];
+
+/** What PostgreSQL, PGlite and node:fs throw when the store's disk is full (issue 21, item 3). */
+const storageCases: Array<[string, { given: unknown; want: boolean }]> = [
+  ['PostgreSQL disk_full (53100)', { given: withCode('could not extend file "base/5/16384": No space left on device', '53100'), want: true }],
+  ['insufficient_resources (53000)', { given: withCode('insufficient resources', '53000'), want: true }],
+  ['io_error (58030)', { given: withCode('could not write to file "pg_wal/xlogtemp.1": Input/output error', '58030'), want: true }],
+  ['ENOSPC from node:fs', { given: withCode('ENOSPC: no space left on device, write', 'ENOSPC'), want: true }],
+  ['EDQUOT from node:fs', { given: withCode('EDQUOT: disk quota exceeded, write', 'EDQUOT'), want: true }],
+  ["PGlite's file layer (an Emscripten ErrnoError)", { given: Object.assign(new Error(''), { name: 'ErrnoError', errno: 28 }), want: true }],
+  [
+    'a PGlite error with only the message',
+    { given: new Error('could not write to file "pg_logical/replorigin_checkpoint.tmp": No space left on device'), want: true },
+  ],
+  ['wrapped in a cause', { given: new Error('outer', { cause: withCode('disk full', '53100') }), want: true }],
+  ['a unique violation is no storage failure', { given: withCode('duplicate key value violates unique constraint', '23505'), want: false }],
+  ['a refused connection is no storage failure', { given: withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED'), want: false }],
+];
+
+describe('isStorageFull', () => {
+  test.each(storageCases)('%s', (_name, { given, want }) => {
+    expect(isStorageFull(given)).toBe(want);
+    if (!want) return;
+    // Unavailable everywhere, with a longer Retry-After than a connection blip: space must be freed first.
+    expect(isDatabaseUnavailable(given)).toBe(true);
+    expect(toAppError(given)).toMatchObject({ code: 'unavailable', retryAfterSeconds: 30 });
+    expect(renderUserApiError(toAppError(given))).toMatchObject({ status: 503, headers: { 'retry-after': '30' } });
+    expect(toConnectError(given, { service: 'compute', requestId: 'req-1' }).code).toBe(Code.Unavailable);
+    const formatted = formatPublishingError(new GraphQLError('disk', { originalError: given as Error }), 'req-1', () => undefined);
+    expect(formatted.extensions).toMatchObject({ code: 'UNAVAILABLE', status: 503 });
+  });
+});
 
 describe('isDatabaseUnavailable', () => {
   test.each(cases)('%s', (_name, { given, want }) => {

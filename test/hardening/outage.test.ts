@@ -89,7 +89,7 @@ describeOnPostgres('when the database goes away', () => {
   });
 
   test('REST answers 503 with Retry-After in each API’s own error shape, gRPC UNAVAILABLE with retry CALL, and /readyz 503; all recover by themselves', async () => {
-    expect((await readiness()).body).toEqual({ status: 'ready', database: 'ok', listener: 'ok' });
+    expect((await readiness()).body).toEqual({ status: 'ready', database: 'ok', listener: 'ok', storage: 'ok' });
     await proxy.down();
 
     const users = await send('GET', '/api/users');

@@ -1,14 +1,20 @@
 import { startServer, type TestServer } from '../support/app.js';
-import { createActors, login, SUPERUSER } from '../publishing/support.js';
+import { createActors, SUPERUSER } from '../publishing/support.js';
 import { bootstrapAdmin, call, requestFrom, type Account } from '../handlers/users-fixtures.js';
 
 const MAX_FAILURES = 5;
+const NAME_MAX_FAILURES = 12;
 let server: TestServer;
 let superuserToken: string;
 let admin: Account;
 
 beforeAll(async () => {
-  server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password, SIGNIN_MAX_FAILURES: String(MAX_FAILURES) });
+  server = await startServer({
+    SUPERUSER_EMAIL: SUPERUSER.email,
+    SUPERUSER_PASSWORD: SUPERUSER.password,
+    SIGNIN_MAX_FAILURES: String(MAX_FAILURES),
+    SIGNIN_NAME_MAX_FAILURES: String(NAME_MAX_FAILURES),
+  });
   superuserToken = (await createActors(server)).tokens.superuser;
   admin = await bootstrapAdmin(server);
 });
@@ -20,7 +26,7 @@ async function newWriter(email: string, password = 'right-password-1'): Promise<
 }
 
 describe('POST /v1/writers/login is throttled like /api/auth', () => {
-  test('40 concurrent wrong passwords: at most the limit are checked, the rest and then the right password get 429 + Retry-After (problem details)', async () => {
+  test('40 concurrent wrong passwords: at most the limit are checked, the rest and then the right password from that address get 429 + Retry-After (problem details)', async () => {
     await newWriter('target@example.com');
     const answers = await Promise.all(
       Array.from({ length: 40 }, () =>
@@ -31,7 +37,7 @@ describe('POST /v1/writers/login is throttled like /api/auth', () => {
     expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(MAX_FAILURES);
     expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(40 - MAX_FAILURES);
 
-    const blocked = await requestFrom(server, '127.0.0.5', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'right-password-1' });
+    const blocked = await requestFrom(server, '127.0.0.4', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'right-password-1' });
     expect(blocked.status).toBe(429);
     expect(blocked.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(blocked.body).toMatchObject({
@@ -43,14 +49,34 @@ describe('POST /v1/writers/login is throttled like /api/auth', () => {
     const retryAfter = Number(blocked.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(300);
+    // The owner, from their own address, is not locked out by the attacker's guesses.
+    const owner = await requestFrom(server, '127.0.0.5', 'POST', '/v1/writers/login', { email: 'target@example.com', password: 'right-password-1' });
+    expect(owner.status).toBe(200);
   });
 
-  test('the email is counted trimmed and case-folded: failures as `Folded@Example.COM ` lock out `folded@example.com`', async () => {
+  test(`failures for one email from many addresses stop at the per-name ceiling (${NAME_MAX_FAILURES}), then every address gets 429`, async () => {
+    await newWriter('popular@example.com');
+    const statuses: number[] = [];
+    for (let i = 0; i < NAME_MAX_FAILURES + 3; i++) {
+      // Three guesses per address, under the per name-and-address limit.
+      const from = `127.0.1.${Math.floor(i / 3) + 1}`;
+      statuses.push((await requestFrom(server, from, 'POST', '/v1/writers/login', { email: 'popular@example.com', password: 'wrong-password' })).status);
+    }
+    expect(statuses.filter((status) => status === 401)).toHaveLength(NAME_MAX_FAILURES);
+    expect(statuses.slice(NAME_MAX_FAILURES)).toEqual([429, 429, 429]);
+    expect((await requestFrom(server, '127.0.1.99', 'POST', '/v1/writers/login', { email: 'popular@example.com', password: 'right-password-1' })).status).toBe(
+      429,
+    );
+  });
+
+  test('the email is counted trimmed and case-folded: failures as `Folded@Example.COM ` lock out `folded@example.com` from that address', async () => {
     await newWriter('folded@example.com');
     const spellings = ['Folded@Example.COM', 'FOLDED@example.com', ' folded@example.com', 'folded@EXAMPLE.com ', 'Folded@example.com'];
     for (const email of spellings)
       expect((await requestFrom(server, '127.0.0.6', 'POST', '/v1/writers/login', { email, password: 'wrong-password' })).status).toBe(401);
-    expect((await login(server, 'folded@example.com', 'right-password-1')).status).toBe(429);
+    expect((await requestFrom(server, '127.0.0.6', 'POST', '/v1/writers/login', { email: 'folded@example.com', password: 'right-password-1' })).status).toBe(
+      429,
+    );
   });
 
   test('one address failing across many emails is throttled (4× the per-name limit), other addresses are not', async () => {
@@ -79,15 +105,16 @@ describe('POST /v1/writers/login is throttled like /api/auth', () => {
 });
 
 describe('/api/auth names are normalised for throttling and for uniqueness', () => {
-  test('failures as `CASEY` or `casey ` count against the account `casey`', async () => {
+  test('failures as `CASEY` or `casey ` count against the account `casey` from that address; the owner elsewhere signs in', async () => {
     const created = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: 'casey', password: 'casey-password', isAdmin: false } });
     expect(created.status).toBe(200);
     for (const name of ['CASEY', 'casey ', ' Casey', 'CaSeY', 'casey\t']) {
       expect((await requestFrom(server, '127.0.0.10', 'POST', '/api/auth', { name, password: 'guess-guess' })).status).toBe(401);
     }
-    const blocked = await requestFrom(server, '127.0.0.11', 'POST', '/api/auth', { name: 'casey', password: 'casey-password' });
+    const blocked = await requestFrom(server, '127.0.0.10', 'POST', '/api/auth', { name: 'casey', password: 'casey-password' });
     expect(blocked.status).toBe(429);
     expect(blocked.body).toEqual({ statusCode: 429, message: 'Too Many Requests', error: 'Too Many Requests' });
+    expect((await requestFrom(server, '127.0.0.11', 'POST', '/api/auth', { name: 'casey', password: 'casey-password' })).status).toBe(200);
   });
 
   test.each(['ROOT', 'root ', ' Root'])('a new user named %j next to `root` is a 409', async (name) => {

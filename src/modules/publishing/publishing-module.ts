@@ -32,6 +32,7 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
   const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds, {
     maxFailures: ctx.config.signInMaxFailures,
     windowSeconds: ctx.config.signInWindowSeconds,
+    nameMaxFailures: ctx.config.signInNameMaxFailures,
   });
   const { superuserEmail, superuserPassword } = ctx.config;
   if (superuserEmail && superuserPassword && (await services.writers.ensureSuperuser(superuserEmail, superuserPassword))) {

@@ -66,7 +66,7 @@ export class WebhookService {
   ) {
     this.repository = new WebhookRepository(knex);
     this.routes = new RouteCache((id) => this.repository.findLiveRoute(id), undefined, undefined, undefined, config.webhookRouteCacheBytes);
-    this.creations = new RouteCreationLimit({ maxPerWindow: config.webhookRouteLimit, windowSeconds: config.webhookRouteWindowSeconds });
+    this.creations = new RouteCreationLimit(knex, { maxPerWindow: config.webhookRouteLimit, windowSeconds: config.webhookRouteWindowSeconds });
     this.writer = new CaptureWriter({
       store: (records) => this.repository.storeBatch(records, config.webhookMaxRequests),
       batchMs: config.webhookBatchMs,
@@ -139,13 +139,13 @@ export class WebhookService {
       throw invalid([{ field: 'ttlSeconds', message: `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}` }]);
     }
     const response = input?.response ? checkedResponse(input.response) : null;
-    const giveBack = this.creations.take(clientAddress);
+    const giveBack = await this.creations.take(clientAddress);
     const createdAt = new Date();
     const route: RouteRow = { id: randomUUID(), createdAt, expiresAt: new Date(createdAt.getTime() + ttlSeconds * 1000), response };
     try {
       await this.repository.insertRoute(route);
     } catch (error) {
-      giveBack();
+      await giveBack().catch(() => undefined);
       throw error;
     }
     this.routes.remember(route.id, route);

@@ -9,6 +9,7 @@ import * as createWebhooks from './20261122170000_create_webhooks.js';
 import * as indexUsersByCreation from './20261126110000_index_users_by_creation.js';
 import * as publishingListIndexes from './20261126100000_publishing_list_indexes.js';
 import * as publishingArticleTags from './20261126100100_publishing_article_tags.js';
+import * as createLimitCounters from './20261126160000_create_limit_counters.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126110000_index_users_by_creation': indexUsersByCreation,
   '20261126100000_publishing_list_indexes': publishingListIndexes,
   '20261126100100_publishing_article_tags': publishingArticleTags,
+  '20261126160000_create_limit_counters': createLimitCounters,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -132,42 +132,6 @@ export class UserRepository {
   }
 }
 
-/** Failed sign-ins within a sliding window, per key; shared by every process through the database. */
-export class SignInFailureRepository {
-  constructor(private readonly knex: Knex) {}
-
-  /**
-   * Counts one failure for each key, starting a fresh window where the old one has passed; answers
-   * each key's count and window after this one (one atomic statement per key, so concurrent
-   * attempts each see their own count).
-   */
-  async record(keys: string[], windowSeconds: number): Promise<Array<{ key: string; failures: number; window_started_at: Date }>> {
-    const counted = [];
-    for (const key of keys) {
-      const fresh = `sign_in_failures.window_started_at > now() - make_interval(secs => ?)`;
-      const [row] = await this.knex('sign_in_failures')
-        .insert({ key, failures: 1, window_started_at: this.knex.fn.now() })
-        .onConflict('key')
-        .merge({
-          failures: this.knex.raw(`CASE WHEN ${fresh} THEN sign_in_failures.failures + 1 ELSE 1 END`, [windowSeconds]),
-          window_started_at: this.knex.raw(`CASE WHEN ${fresh} THEN sign_in_failures.window_started_at ELSE now() END`, [windowSeconds]),
-        })
-        .returning(['key', 'failures', 'window_started_at']);
-      if (row) counted.push(row as { key: string; failures: number; window_started_at: Date });
-    }
-    return counted;
-  }
-
-  /** Takes one count back (an attempt that succeeded). */
-  async forgive(key: string): Promise<void> {
-    await this.knex('sign_in_failures').where({ key }).where('failures', '>', 0).decrement('failures', 1);
-  }
-
-  async clear(key: string): Promise<void> {
-    await this.knex('sign_in_failures').where({ key }).delete();
-  }
-}
-
 /**
  * Narrows a listing query to the users after `after`: a row comparison on exactly the columns of
  * `users_created_at_id`, so PostgreSQL starts its index scan at the cursor.

@@ -1,0 +1,1 @@
+export { findUnsafeNumber } from './json-numbers.js';
