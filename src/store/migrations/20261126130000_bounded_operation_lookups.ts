@@ -1,0 +1,26 @@
+import type { Knex } from 'knex';
+
+/**
+ * Indexes that keep the cloud API's invariant checks and sweeps O(page) at any table size
+ * (docs/architecture.md, "Scale"):
+ * - the running operation of a resource (one operation at a time) from a partial index of the open
+ *   ones, instead of every operation the resource ever had;
+ * - ListOperationsByParent from an index that leads with the parent and the service, in `seq` order;
+ * - retention walks `(finished_at, id)` ranges of completed operations, never rescanning a row.
+ * The indexes they replace are prefixes of the new ones.
+ */
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw('CREATE INDEX operations_running_resource ON operations (resource_id, seq) WHERE status IS NULL');
+  await knex.raw('CREATE INDEX operations_parent_service ON operations (parent_id, service, seq)');
+  await knex.raw('DROP INDEX operations_parent');
+  await knex.raw('CREATE INDEX operations_retention ON operations (finished_at, id) WHERE status IS NOT NULL');
+  await knex.raw('DROP INDEX operations_finished');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('CREATE INDEX operations_finished ON operations (finished_at) WHERE status IS NOT NULL');
+  await knex.raw('DROP INDEX operations_retention');
+  await knex.raw('CREATE INDEX operations_parent ON operations (parent_id, seq)');
+  await knex.raw('DROP INDEX operations_parent_service');
+  await knex.raw('DROP INDEX operations_running_resource');
+}
