@@ -71,22 +71,37 @@ export class OperationSweeper {
 
   /** One sweep as of `now`; answers how many rows went. */
   async sweepOnce(now: Date = new Date()): Promise<SweepResult> {
+    const operations = await this.sweepOperations(now);
+    const idempotencyKeys = await this.expireKeys(now);
+    return { operations, idempotencyKeys };
+  }
+
+  /** Retention alone: deletes the completed operations past retention as of `now`; answers how many. */
+  async sweepOperations(now: Date = new Date()): Promise<number> {
     const cutoff = new Date(now.getTime() - this.options.retentionSeconds * 1000);
-    const keysSince = new Date(now.getTime() - IDEMPOTENCY_KEY_RETENTION_SECONDS * 1000);
+    const keysSince = keyCutoff(now);
     let operations = 0;
     let after: RetentionCursor | undefined;
     for (;;) {
       const batch = await this.operations.deleteFinishedBatch({ cutoff, keysSince, after }, this.batches.operations);
       operations += batch.deleted;
-      if (batch.scanned < this.batches.operations || !batch.last || this.stopping) break;
+      if (batch.scanned < this.batches.operations || !batch.last || this.stopping) return operations;
       after = batch.last;
     }
+  }
+
+  /** Key expiry alone: deletes the idempotency keys past 24 h as of `now`; answers how many. */
+  async expireKeys(now: Date = new Date()): Promise<number> {
+    const keysSince = keyCutoff(now);
     let idempotencyKeys = 0;
     for (;;) {
       const deleted = await this.keys.deleteCreatedBefore(keysSince, this.batches.keys);
       idempotencyKeys += deleted;
-      if (deleted < this.batches.keys || this.stopping) break;
+      if (deleted < this.batches.keys || this.stopping) return idempotencyKeys;
     }
-    return { operations, idempotencyKeys };
   }
+}
+
+function keyCutoff(now: Date): Date {
+  return new Date(now.getTime() - IDEMPOTENCY_KEY_RETENTION_SECONDS * 1000);
 }
