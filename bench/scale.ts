@@ -1,16 +1,17 @@
 /**
  * `npm run bench:scale` (issue 18): the hot reads and the background sweeps at realistic data sizes.
  *
- * 1. Builds the server (scripts/build.mjs into .tmp/bench-scale-build) and starts it compiled on a
- *    scratch PostgreSQL database (dropped at the end), then writes one row of every loaded table
- *    through the server's own API: a user, a topic and a published article, a webhook route and a
- *    capture, a project, an instance with its operation and idempotency key.
- * 2. Loads every table to each size of SCALE_SIZES (10^4, then 10^6 rows per table: articles, users,
- *    captures, instances, operations, idempotency keys) by copying those rows in SQL with only their
- *    ids, names, times and filter values varied (every other column is the server's own value, new
- *    columns included), checks a loaded row of each table against the server's, and times every hot
- *    read (READS below: p50/p99 over SCALE_REQUESTS sequential requests after a warm-up) through the
- *    real server at each size.
+ * 1. Builds the server (scripts/build.mjs into .tmp/bench-scale-build). For each size of SCALE_SIZES
+ *    (10^4 and 10^6 rows per table: articles, users, captures, instances, operations, idempotency
+ *    keys) it creates a scratch PostgreSQL database (all dropped at the end), starts the compiled
+ *    server on it and writes one row of every loaded table through the server's own API: a user, a
+ *    topic and a published article, a webhook route and a capture, a project, an instance with its
+ *    operation and idempotency key.
+ * 2. Fills every table by copying those rows in SQL with only their ids, names, times and filter
+ *    values varied (every other column is the server's own value, new columns included), checks a
+ *    loaded row of each table against the server's, then times every hot read (READS below: p50/p99
+ *    over SCALE_REQUESTS requests after a warm-up) through the real servers, one request to each size
+ *    in turn, so both sizes see the same moments of a shared machine's load.
  * 3. At the largest size: EXPLAIN of the cloud API's lookups, the sweep rates (operation retention,
  *    idempotency key expiry, webhook sweeper, each through its own class) and the p99 of a read
  *    while retention runs against the same read idle.
