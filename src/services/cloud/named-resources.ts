@@ -272,7 +272,8 @@ export class NamedResources<T extends NamedResource> {
   }
 
   private async checkQuota(parentId: string, quota: NonNullable<NamedResourceKind<T>['quota']>, trx: Knex): Promise<void> {
-    const count = await this.repository.countByParent(parentId, trx);
+    // Counts no further than the quota: O(quota), not O(the parent's resources), under the parent's lock.
+    const count = await this.repository.countByParent(parentId, trx, quota.limit);
     if (count >= quota.limit) {
       throw new AppError('resource_exhausted', `${this.kind.parentLabel} ${parentId} already has ${count} ${quota.plural} (quota ${quota.limit})`, {
         resourceId: parentId,

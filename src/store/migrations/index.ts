@@ -10,6 +10,7 @@ import * as indexUsersByCreation from './20261126110000_index_users_by_creation.
 import * as publishingListIndexes from './20261126100000_publishing_list_indexes.js';
 import * as publishingArticleTags from './20261126100100_publishing_article_tags.js';
 import * as createLimitCounters from './20261126160000_create_limit_counters.js';
+import * as boundedOperationLookups from './20261126130000_bounded_operation_lookups.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126100000_publishing_list_indexes': publishingListIndexes,
   '20261126100100_publishing_article_tags': publishingArticleTags,
   '20261126160000_create_limit_counters': createLimitCounters,
+  '20261126130000_bounded_operation_lookups': boundedOperationLookups,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -52,7 +52,18 @@ export class IdempotencyRepository {
     return affectedRows(result) > 0;
   }
 
-  async deleteCreatedBefore(cutoff: Date, trx: Knex = this.knex): Promise<number> {
-    return affectedRows(await trx('idempotency_keys').where('created_at', '<', cutoff).delete());
+  /**
+   * Deletes up to `limit` keys created before `cutoff`, oldest first (the `created_at` index), in one
+   * short statement; keys another process is deleting are skipped.
+   */
+  async deleteCreatedBefore(cutoff: Date, limit: number, trx: Knex = this.knex): Promise<number> {
+    const result = await trx.raw(
+      `DELETE FROM idempotency_keys k USING (
+         SELECT principal, method, key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED
+       ) b
+       WHERE k.principal = b.principal AND k.method = b.method AND k.key = b.key`,
+      [cutoff, limit],
+    );
+    return affectedRows(result);
   }
 }

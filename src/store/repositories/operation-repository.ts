@@ -158,21 +158,52 @@ export class OperationRepository {
   }
 
   /**
-   * Deletes up to `limit` completed operations finished before `cutoff`, except those an
-   * idempotency key still answers with; running operations are never touched.
+   * One bounded step of retention: looks at the next `limit` completed operations finished before
+   * `cutoff`, in `(finished_at, id)` order after `after`, and deletes those no idempotency key created
+   * since `keysSince` still answers with. Running operations (status NULL) are outside the index and
+   * never touched; rows another process is deleting are skipped (SKIP LOCKED). The answer's `last` is
+   * where the next step starts, so rows kept for their key are never read twice.
    */
-  async deleteFinishedBefore(cutoff: Date, keysSince: Date, limit: number, trx: Knex = this.knex): Promise<number> {
+  async deleteFinishedBatch(
+    range: { cutoff: Date; keysSince: Date; after: RetentionCursor | undefined },
+    limit: number,
+    trx: Knex = this.knex,
+  ): Promise<RetentionBatch> {
+    const after = range.after ?? { finishedAt: '-infinity', id: '' };
     const result = await trx.raw(
-      `DELETE FROM operations WHERE id IN (
-         SELECT o.id FROM operations o
-         WHERE o.status IS NOT NULL AND o.state = 'done' AND o.finished_at < ?
-           AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.operation_id = o.id AND k.created_at >= ?)
-         LIMIT ? FOR UPDATE SKIP LOCKED
-       )`,
-      [cutoff, keysSince, limit],
+      `WITH batch AS (
+         SELECT id, finished_at FROM operations
+         WHERE status IS NOT NULL AND finished_at < ? AND (finished_at, id) > (?::timestamptz, ?)
+         ORDER BY finished_at, id LIMIT ?
+         FOR UPDATE SKIP LOCKED
+       ), gone AS (
+         DELETE FROM operations o USING batch b
+         WHERE o.id = b.id AND NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.operation_id = b.id AND k.created_at >= ?)
+         RETURNING o.id
+       ), last AS (
+         SELECT finished_at::text AS finished_at, id FROM batch ORDER BY finished_at DESC, id DESC LIMIT 1
+       )
+       SELECT (SELECT count(*) FROM batch)::int AS scanned, (SELECT count(*) FROM gone)::int AS deleted,
+              (SELECT finished_at FROM last) AS last_finished_at, (SELECT id FROM last) AS last_id`,
+      [range.cutoff, after.finishedAt, after.id, limit, range.keysSince],
     );
-    return affectedRows(result);
+    const row = (result.rows as Array<{ scanned: number; deleted: number; last_finished_at: string | null; last_id: string | null }>)[0];
+    const last = row?.last_finished_at && row.last_id ? { finishedAt: row.last_finished_at, id: row.last_id } : undefined;
+    return { scanned: row?.scanned ?? 0, deleted: row?.deleted ?? 0, last };
   }
+}
+
+/** Where a retention sweep stands: `finished_at` as PostgreSQL prints it (microseconds kept), then id. */
+export interface RetentionCursor {
+  finishedAt: string;
+  id: string;
+}
+
+export interface RetentionBatch {
+  /** Completed operations looked at (deleted or kept for their idempotency key). */
+  scanned: number;
+  deleted: number;
+  last: RetentionCursor | undefined;
 }
 
 function bytes(value: unknown): Uint8Array | null {

@@ -70,8 +70,14 @@ export class ResourceRepository {
     return (await builder).map(normalize);
   }
 
-  async countByParent(parentId: string, trx: Knex = this.knex): Promise<number> {
-    const row = await trx(this.table).where({ parent_id: parentId }).count<{ count: number }[]>({ count: '*' }).first();
+  /**
+   * How many resources the parent holds, counting no further than `atMost` when given: a quota
+   * check reads at most `quota` index entries whatever the parent holds.
+   */
+  async countByParent(parentId: string, trx: Knex = this.knex, atMost?: number): Promise<number> {
+    const matching = trx(this.table).select('id').where({ parent_id: parentId });
+    if (atMost !== undefined) matching.limit(atMost);
+    const row = await trx.from(matching.as('matching')).count<{ count: number }[]>({ count: '*' }).first();
     return Number(row?.count ?? 0);
   }
 
