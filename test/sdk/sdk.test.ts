@@ -1,0 +1,263 @@
+/**
+ * The SDK layer (src/sdk) against the live server, with faults injected by a per-attempt
+ * interceptor (it runs inside the retry loop, after the real server answered or before it is asked).
+ */
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
+import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
+import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
+import { ProfileService } from '../../generated/proto/cloud/iam/v1/profile_service_pb.js';
+import { AppError } from '../../src/errors.js';
+import { encodeStatus, Operations } from '../../src/engines/operations/index.js';
+import { toRpcStatus } from '../../src/handlers/cloud/errors.js';
+import {
+  createCloudSdk,
+  OperationError,
+  requestIdOf,
+  serviceErrorsOf,
+  ServiceAccountCredentials,
+  type CloudSdkOptions,
+  type RetryOptions,
+} from '../../src/sdk/index.js';
+import { startServer, type TestServer } from '../support/app.js';
+import { GrpcTestClient } from '../support/grpc.js';
+import { createProject, createServiceAccountWithKey, type ServiceAccountKey } from '../iam/support.js';
+
+const ADMIN = { name: 'sdk-admin', password: 'sdk-admin-password' };
+/** Short-lived service-account tokens, so a test run sees them expire and be refreshed. */
+const IAM_TOKEN_TTL_SECONDS = 3;
+
+let server: TestServer | undefined;
+let grpc: GrpcTestClient | undefined;
+let projectId: string;
+let key: ServiceAccountKey;
+const sessions: Http2SessionManager[] = [];
+
+beforeAll(async () => {
+  server = await startServer({
+    ADMIN_USERNAME: ADMIN.name,
+    ADMIN_PASSWORD: ADMIN.password,
+    COMPUTE_WORK_MS: '300',
+    IAM_TOKEN_TTL: String(IAM_TOKEN_TTL_SECONDS),
+  });
+  grpc = new GrpcTestClient(server.url);
+  const signIn = await server.request('POST', '/api/auth', { body: ADMIN });
+  const admin = signIn.body.accessToken as string;
+  projectId = await createProject(grpc, admin, 'sdk-project');
+  key = await createServiceAccountWithKey(grpc, admin, projectId, 'sdk-robot');
+});
+afterAll(async () => {
+  for (const session of sessions) session.abort();
+  grpc?.close();
+  await server?.close();
+});
+
+/** An SDK signed in as the test's service account (its key file), with per-attempt interceptors. */
+function sdkWith(options: { interceptors?: Interceptor[]; retry?: RetryOptions; credentials?: CloudSdkOptions['credentials'] } = {}) {
+  const sessionManager = new Http2SessionManager(server?.url ?? '');
+  sessions.push(sessionManager);
+  return createCloudSdk({
+    baseUrl: server?.url ?? '',
+    transport: (transportOptions) => createGrpcTransport({ ...transportOptions, sessionManager }),
+    credentials: options.credentials ?? {
+      serviceAccountKey: { id: key.keyId, service_account_id: key.serviceAccountId, private_key: key.privateKey },
+    },
+    retry: options.retry,
+    interceptors: options.interceptors,
+  });
+}
+
+/** Records every attempt of the calls it sees: method, idempotency key, and how it ended. */
+function attemptRecorder() {
+  const attempts: Array<{ method: string; key: string | null; timeout: string | null; outcome: string }> = [];
+  const interceptor: Interceptor = (next) => async (req) => {
+    // The token exchange goes through the same interceptors; these tests look at the calls themselves.
+    if (req.method.name === 'Exchange') return next(req);
+    const attempt = { method: req.method.name, key: req.header.get('x-idempotency-key'), timeout: req.header.get('grpc-timeout'), outcome: 'OK' };
+    attempts.push(attempt);
+    try {
+      return await next(req);
+    } catch (error) {
+      attempt.outcome = error instanceof ConnectError ? Code[error.code] : String(error);
+      throw error;
+    }
+  };
+  return { attempts, interceptor };
+}
+
+test('a mutating call answered UNAVAILABLE twice is retried with one idempotency key and executed once', async () => {
+  const recorder = attemptRecorder();
+  const operationIds: string[] = [];
+  let lost = 0;
+  // The server does the work, then the answer is lost on the way back (twice): only the key can tell a retry from a new call.
+  const loseTwoAnswers: Interceptor = (next) => async (req) => {
+    const response = await next(req);
+    if (req.method.name !== 'Create') return response;
+    if (response.stream) return response;
+    operationIds.push((response.message as unknown as { id: string }).id);
+    if (lost++ < 2) throw new ConnectError('injected: the connection dropped', Code.Unavailable);
+    return response;
+  };
+  const sdk = sdkWith({ interceptors: [recorder.interceptor, loseTwoAnswers] });
+  try {
+    const instances = sdk.client(InstanceService);
+    const operation = await instances.create({ metadata: { parentId: projectId, name: 'retried-once' } });
+    const creates = recorder.attempts.filter((attempt) => attempt.method === 'Create');
+    expect(creates.map((attempt) => attempt.outcome)).toEqual(['Unavailable', 'Unavailable', 'OK']);
+    expect(new Set(creates.map((attempt) => attempt.key)).size).toBe(1);
+    expect(creates[0]?.key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(new Set(operationIds)).toEqual(new Set([operation.id]));
+    // Each attempt told the server how long it had left (gosdk's per-retry timeout, 60 s / 3).
+    for (const attempt of creates) expect(Number(attempt.timeout?.replace(/m$/, ''))).toBeLessThanOrEqual(20_000);
+    await sdk.wait(operation, { intervalMs: 50 });
+    const named: string[] = [];
+    for await (const instance of instances.list({ parentId: projectId })) named.push(instance.metadata?.name ?? '');
+    expect(named.filter((name) => name === 'retried-once')).toHaveLength(1);
+  } finally {
+    sdk.close();
+  }
+});
+
+test('two calls get two idempotency keys, and a key the caller gives is kept', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({ interceptors: [recorder.interceptor] });
+  try {
+    const instances = sdk.client(InstanceService);
+    await instances.create({ metadata: { parentId: projectId, name: 'key-a' } });
+    await instances.create({ metadata: { parentId: projectId, name: 'key-b' } }, { headers: { 'x-idempotency-key': 'caller-chosen-key-0001' } });
+    await instances.list({ parentId: projectId });
+    expect(recorder.attempts.map((attempt) => [attempt.method, attempt.key])).toEqual([
+      ['Create', expect.stringMatching(/^[0-9a-f-]{36}$/)],
+      ['Create', 'caller-chosen-key-0001'],
+      ['List', null],
+    ]);
+  } finally {
+    sdk.close();
+  }
+});
+
+test('an operation_conflict (retry_type CALL) is retried until the running operation completes', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({ interceptors: [recorder.interceptor], retry: { maxAttempts: 50, initialBackoffMs: 20, maxBackoffMs: 200 } });
+  try {
+    const instances = sdk.client(InstanceService);
+    const created = await instances.create({ metadata: { parentId: projectId, name: 'conflicted' } });
+    // Create's work (COMPUTE_WORK_MS) still runs: Stop is refused with operation_conflict until it is done.
+    const stopped = await sdk.wait(await instances.stop({ id: created.resourceId }), { intervalMs: 50 });
+    const stops = recorder.attempts.filter((attempt) => attempt.method === 'Stop');
+    expect(stops[0]?.outcome).toBe('Aborted');
+    expect(stops.at(-1)?.outcome).toBe('OK');
+    expect(new Set(stops.map((attempt) => attempt.key)).size).toBe(1);
+    expect(stopped.status?.code).toBe(0);
+    expect((await instances.get({ id: created.resourceId })).spec?.stopped).toBe(true);
+  } finally {
+    sdk.close();
+  }
+});
+
+test('a bad_request is not retried; its ServiceError and request id are readable', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({ interceptors: [recorder.interceptor] });
+  try {
+    const error = await sdk
+      .client(InstanceService)
+      .create({ metadata: { parentId: projectId } })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+    expect(serviceErrorsOf(error as ConnectError)[0]).toMatchObject({ code: 'InvalidArgument', details: { case: 'badRequest' } });
+    expect(requestIdOf(error as ConnectError)).not.toBe('');
+    expect(recorder.attempts).toHaveLength(1);
+  } finally {
+    sdk.close();
+  }
+});
+
+test(
+  'a token that expires mid-run is refreshed in the background, a failed refresh is retried, and no call fails',
+  async () => {
+    let failExchanges = 0;
+    const refreshErrors: unknown[] = [];
+    const failingExchange: Interceptor = (next) => (req) => {
+      if (req.method.name === 'Exchange' && failExchanges > 0) {
+        failExchanges--;
+        return Promise.reject(new ConnectError('injected: token service down', Code.Unavailable));
+      }
+      return next(req);
+    };
+    const sdk = sdkWith({
+      interceptors: [failingExchange],
+      retry: { maxAttempts: 2, initialBackoffMs: 10 },
+      credentials: {
+        serviceAccountKey: { id: key.keyId, service_account_id: key.serviceAccountId, private_key: key.privateKey },
+        options: { initialRetryMs: 100, onRefreshError: (error) => refreshErrors.push(error) },
+      },
+    });
+    try {
+      const credentials = sdk.credentials as ServiceAccountCredentials;
+      const profiles = sdk.client(ProfileService);
+      const tokens = new Set<string>();
+      let calls = 0;
+      // Calls run back to back until the token has been refreshed twice (the first refresh fails once
+      // both its attempts are refused, and is retried 100 ms later, while the first token is still valid).
+      const first = await profiles.get({});
+      expect(first.profile.case).toBe('serviceAccountProfile');
+      tokens.add(await credentials.token());
+      failExchanges = 2;
+      while (credentials.exchanges < 4) {
+        const profile = await profiles.get({});
+        expect(profile.profile.case).toBe('serviceAccountProfile');
+        tokens.add(await credentials.token());
+        calls++;
+      }
+      expect(refreshErrors).toHaveLength(1);
+      expect(tokens.size).toBeGreaterThanOrEqual(2);
+      expect(calls).toBeGreaterThan(0);
+    } finally {
+      sdk.close();
+    }
+  },
+  (IAM_TOKEN_TTL_SECONDS * 3 + 30) * 1000,
+);
+
+test('wait returns a finished operation, reports progress, and throws a failed one with its ServiceError decoded', async () => {
+  const sdk = sdkWith();
+  try {
+    const instances = sdk.client(InstanceService);
+    const seen: string[] = [];
+    const created = await instances.create({ metadata: { parentId: projectId, name: 'waited' } });
+    expect(created.status).toBeUndefined();
+    const done = await sdk.wait(created, { intervalMs: 20, onProgress: (operation) => seen.push(operation.id) });
+    expect(done).toMatchObject({ id: created.id, resourceId: created.resourceId, status: { code: 0 } });
+    expect(done.finishedAt).toBeDefined();
+    expect(new Set(seen)).toEqual(seen.length > 0 ? new Set([created.id]) : new Set());
+
+    const operations = new Operations(server?.app.db.knex ?? (undefined as never));
+    const failed = await operations.begin(server?.app.db.knex ?? (undefined as never), {
+      service: 'compute',
+      description: 'Create instance',
+      createdBy: key.serviceAccountId,
+      resourceId: 'instance-failed',
+      parentId: projectId,
+      request: new Uint8Array(),
+      status: encodeStatus(
+        toRpcStatus(
+          new AppError('resource_exhausted', 'no capacity left', {
+            detail: { kind: 'quota_failure', quota: 'compute.instances.count', limit: 1, requested: 2 },
+          }),
+          {
+            service: 'compute',
+            requestId: 'r',
+          },
+        ),
+      ),
+    });
+    const pending = { ...done, id: failed.id, status: undefined };
+    const error = await sdk.wait(pending, { intervalMs: 20 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OperationError);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as OperationError).code).toBe(Code.ResourceExhausted);
+    expect(serviceErrorsOf(error as OperationError)[0]).toMatchObject({ code: 'QuotaFailure', details: { case: 'quotaFailure' } });
+  } finally {
+    sdk.close();
+  }
+});
