@@ -78,7 +78,6 @@ export class ServiceAccountCredentials implements TokenSource {
   private failures = 0;
   private closed = false;
   private readonly settings: Required<Omit<ServiceAccountCredentialsOptions, 'onRefreshError'>>;
-  private signingKey: Promise<SigningKey> | undefined;
   /** Exchanges made so far (tests and diagnostics). */
   exchanges = 0;
 
@@ -119,7 +118,7 @@ export class ServiceAccountCredentials implements TokenSource {
 
   private async exchangeOnce(): Promise<CachedToken> {
     const requestedAt = this.settings.now();
-    const jwt = await this.signJwt(requestedAt);
+    const jwt = await signServiceAccountKeyJwt(this.key, { jwtTtlSeconds: this.settings.jwtTtlSeconds, now: requestedAt });
     this.exchanges++;
     const response = await this.exchange.exchange({
       grantType: GRANT_TYPE,
@@ -155,17 +154,19 @@ export class ServiceAccountCredentials implements TokenSource {
       this.schedule(this.failures <= 1 ? initialRetryMs : Math.min(maxRetryMs, initialRetryMs * retryMultiplier ** (this.failures - 1)));
     }
   }
+}
 
-  /** RS256, kid = key id, iss = sub = the account (docs/iam.md), signed with WebCrypto so it also runs outside Node. */
-  private async signJwt(nowMs: number): Promise<string> {
-    this.signingKey ??= importPkcs8(this.key.private_key);
-    const iat = Math.floor(nowMs / 1000);
-    const header = base64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid: this.key.id }));
-    const claims = { iss: this.key.service_account_id, sub: this.key.service_account_id, iat, exp: iat + this.settings.jwtTtlSeconds };
-    const input = `${header}.${base64url(JSON.stringify(claims))}`;
-    const signature = await crypto.subtle.sign('RSASSA-PKCS1-v1_5', await this.signingKey, new TextEncoder().encode(input));
-    return `${input}.${base64url(new Uint8Array(signature))}`;
-  }
+/**
+ * The JWT a service account exchanges for an access token (docs/iam.md): RS256, `kid` = the key id,
+ * `iss` = `sub` = the account, `exp` a short time ahead. WebCrypto, so it also runs outside Node.
+ */
+export async function signServiceAccountKeyJwt(key: ServiceAccountKey, options: { jwtTtlSeconds?: number; now?: number } = {}): Promise<string> {
+  const iat = Math.floor((options.now ?? Date.now()) / 1000);
+  const header = base64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid: key.id }));
+  const claims = { iss: key.service_account_id, sub: key.service_account_id, iat, exp: iat + (options.jwtTtlSeconds ?? 300) };
+  const input = `${header}.${base64url(JSON.stringify(claims))}`;
+  const signature = await crypto.subtle.sign('RSASSA-PKCS1-v1_5', await importPkcs8(key.private_key), new TextEncoder().encode(input));
+  return `${input}.${base64url(new Uint8Array(signature))}`;
 }
 
 /** WebCrypto's CryptoKey, spelled so it needs neither the DOM nor Node's type library. */

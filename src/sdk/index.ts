@@ -21,13 +21,14 @@ import { pageable, pagedField, type Pageable } from './paging.js';
 import { createIdempotencyInterceptor, createRetryInterceptor, type RetryOptions } from './retry.js';
 
 export { OperationError, describeServiceErrors, requestIdOf, serviceErrorsOf } from './errors.js';
-export { ServiceAccountCredentials, parseServiceAccountKey, staticToken } from './credentials.js';
+export { ServiceAccountCredentials, parseServiceAccountKey, signServiceAccountKeyJwt, staticToken } from './credentials.js';
 export type { ServiceAccountCredentialsOptions, ServiceAccountKey, TokenSource } from './credentials.js';
 export { IDEMPOTENCY_KEY_HEADER, backoffMs, createIdempotencyInterceptor, createRetryInterceptor, isMutating, isRetriable } from './retry.js';
 export type { RetryOptions } from './retry.js';
 export { waitForOperation } from './operations.js';
 export type { WaitOptions } from './operations.js';
 export { pageable, pagedField } from './paging.js';
+export { resetMaskFromMessage } from './reset-mask.js';
 export type { Pageable } from './paging.js';
 
 /** A Connect transport factory: createGrpcTransport (connect-node), createConnectTransport (connect-web)... */

@@ -37,7 +37,8 @@ export async function waitForOperation(operations: Client<typeof OperationServic
       current = await operations.get({ id: current.id }, { signal });
       failedPolls = 0;
     } catch (error) {
-      if (signal?.aborted || !isRetriable(error)) throw error;
+      if (signal?.aborted) throw signal.reason;
+      if (!isRetriable(error)) throw error;
       failedPolls++;
       continue;
     }

@@ -1,7 +1,8 @@
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { UpdateInstanceRequestSchema } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ServiceErrorSchema, ServiceError_RetryType as RetryType } from '../../generated/proto/cloud/common/v1/error_pb.js';
-import { backoffMs, isRetriable } from '../../src/sdk/index.js';
+import { backoffMs, isRetriable, resetMaskFromMessage } from '../../src/sdk/index.js';
 
 function failed(code: Code, retryType?: RetryType, message = 'failed'): ConnectError {
   const details =
@@ -41,4 +42,30 @@ const BACKOFF: Array<[string, { retry: number; random: number; want: number }]> 
 
 test.each(BACKOFF)('backoff: %s', (_name, { retry, random, want }) => {
   expect(backoffMs(retry, { initialBackoffMs: 100, maxBackoffMs: 1000, jitter: 0.1 }, () => random)).toBeCloseTo(want);
+});
+
+// gosdk proto/fieldmask/protobuf/from_message_test.go, on our Instance.
+const RESET_MASKS: Array<[string, { given: MessageInitShape<typeof UpdateInstanceRequestSchema>; want: string }]> = [
+  ['every unset field of a bare request', { given: {}, want: 'metadata,spec' }],
+  [
+    'only the default and unset fields of a filled one; lists and maps of messages walked under *',
+    {
+      given: {
+        metadata: { id: 'instance-1', name: 'vm', labels: { team: 'a' } },
+        spec: {
+          description: 'web',
+          sshKeys: ['k'],
+          ports: { http: { port: 80 } },
+          stopped: false,
+          restartPriority: 0,
+          placement: { case: 'zoneId', value: 'z' },
+        },
+      },
+      want: 'metadata.(created_at,parent_id,resource_version,updated_at),spec.(boot_disk,cloud_init_user_data,image_family,network_interfaces,placement_group,ports.*.protocol,recovery_policy,resources,restart_priority,secondary_disks,service_account_id,stopped)',
+    },
+  ],
+];
+
+test.each(RESET_MASKS)('reset mask of a full update: %s', (_name, { given, want }) => {
+  expect(resetMaskFromMessage(UpdateInstanceRequestSchema, create(UpdateInstanceRequestSchema, given))).toBe(want);
 });
