@@ -278,8 +278,10 @@ function legacyLines(verb: Verb, context: CommandContext): boolean {
 async function runUpdate(verb: Verb, context: CommandContext, sdk: CloudSdk, changes: JsonObject): Promise<number> {
   const id = ((changes.metadata as JsonObject | undefined)?.id ?? '') as string;
   if (id === '') throw new UsageError('the id is required: cfs … update <id> or --id');
-  const current = (await callOf(sdk, verb, 'get')({ id })) as MessageShape<DescMessage>;
-  const currentJson = messageJson(verb.method.output, current) as JsonObject;
+  const get = verb.service.methods.find((method) => method.name === 'Get');
+  if (!get) throw new Error(`${verb.service.typeName} has no Get`);
+  const current = (await callOf(sdk, verb, get.localName)({ id })) as MessageShape<DescMessage>;
+  const currentJson = messageJson(get.output, current) as JsonObject;
   const whole: JsonObject = {};
   for (const field of verb.method.input.fields) if (currentJson[field.jsonName] !== undefined) whole[field.jsonName] = currentJson[field.jsonName] as JsonValue;
   const request = toRequest(verb, mergeJson(whole, changes) as JsonObject);
