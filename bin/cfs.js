@@ -5,6 +5,10 @@
 // built from, or none at all, is rebuilt first (about a second), so an edit needs no manual build.
 // Without a bundle and without esbuild it runs the per-file build, dist/src/cli/main.js.
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import module from 'node:module';
+
+// Node 22+ keeps the compiled bundle in its on-disk cache between calls (Node 20 has no such cache).
+module.enableCompileCache?.();
 
 const root = new URL('../', import.meta.url);
 const bundle = new URL('dist/src/cli/cfs.js', root);

@@ -4,8 +4,8 @@
 // `npm run build` writes it (scripts/build.mjs); bin/cfs.js rebuilds it in a checkout when a source
 // it was built from changed since (dist/src/cli/cfs.inputs.json lists them). Plain JavaScript so it
 // runs without tsx.
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -26,11 +26,19 @@ export async function buildCli(out = join(ROOT, 'dist')) {
     target: 'node20',
     // CommonJS code inside the bundle may require() Node's modules.
     banner: { js: "import { createRequire as __cfsCreateRequire } from 'node:module'; const require = __cfsCreateRequire(import.meta.url);" },
-    sourcemap: 'inline',
+    // A linked map (stack traces with --enable-source-maps) and whitespace/syntax minified: less to
+    // read and parse at every call; identifiers are kept, so traces stay legible without the map.
+    sourcemap: 'linked',
     sourcesContent: false,
+    minifyWhitespace: true,
+    minifySyntax: true,
     metafile: true,
     logLevel: 'error',
   });
+  renameSync(`${temporary}.map`, `${outfile}.map`);
+  // The map is named after the temporary file in the bundle's last line; point it at its final name.
+  const code = readFileSync(temporary, 'utf8');
+  writeFileSync(temporary, code.replace(/sourceMappingURL=\S+\s*$/, `sourceMappingURL=${basename(outfile)}.map\n`));
   renameSync(temporary, outfile);
   const inputs = Object.keys(result.metafile.inputs)
     .map((input) => resolve(ROOT, input))

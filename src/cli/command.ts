@@ -48,7 +48,7 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   help: { type: 'boolean', short: 'h', describe: 'this help' },
 };
 
-export const DEFAULT_SERVER = 'http://localhost:8080';
+const DEFAULT_SERVER = 'http://localhost:8080';
 
 export class Session {
   readonly configPath: string | undefined;

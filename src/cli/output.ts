@@ -19,7 +19,7 @@ export type Format = 'json' | 'yaml' | 'table';
 export const FORMATS: readonly Format[] = ['json', 'yaml', 'table'];
 
 /** Every message an Operation's `request` Any may hold, so operations print as readable JSON. */
-export const registry = createRegistry(
+const registry = createRegistry(
   file_google_rpc_status,
   file_cloud_common_v1_error,
   file_cloud_compute_v1_instance_service,

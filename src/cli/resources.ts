@@ -31,7 +31,7 @@ import { AuthPublicKeyService } from '../../generated/proto/cloud/iam/v1/auth_pu
 import { ProjectService } from '../../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { ServiceAccountService } from '../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
 import { isMutating, pagedField, resetMaskFromMessage, type CloudSdk, type Pageable } from '../sdk/index.js';
-import type { Command, CommandContext, OptionSpec, Values } from './command.js';
+import type { Command, CommandContext, OptionSpec } from './command.js';
 import { stringValue } from './command.js';
 import { EXIT, messageJson, print, printList, printMessage, UsageError } from './output.js';
 
@@ -47,7 +47,7 @@ const RESOURCE_SERVICES: Array<{ service: DescService; parentIsProject: boolean 
 export const CLI_POLL_MS = 250;
 
 /** kebab-case of a PascalCase or snake_case name: GetByName → get-by-name, parent_id → parent-id. */
-export function kebab(name: string): string {
+function kebab(name: string): string {
   return name
     .replace(/([a-z0-9])([A-Z])/g, '$1-$2')
     .replace(/_/g, '-')
@@ -354,5 +354,3 @@ export function resourceCommands(): Command[] {
   }
   return commands;
 }
-
-export type { Values };

@@ -11,7 +11,7 @@
  *   for await (const each of instances.list({ parentId })) console.log(each.metadata?.name);
  */
 import type { DescMessage, DescMethodUnary, DescService, Message, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
-import { Code, ConnectError, createClient, type CallOptions, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
+import { Code, ConnectError, createClient, type CallOptions, type Interceptor, type Transport } from '@connectrpc/connect';
 import type { Operation } from '../../generated/proto/cloud/common/v1/operation_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { TokenExchangeService } from '../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
@@ -140,9 +140,4 @@ function sdkClient<S extends DescService>(service: S, transport: Transport): Sdk
       pageable<DescMessage, DescMessage, unknown>((page) => call(page, callOptions), request, items);
   }
   return wrapped as SdkClient<S>;
-}
-
-/** A plain connect client over the SDK's transport (no Pageable wrapping), for code that wants exactly connect's types. */
-export function connectClient<S extends DescService>(sdk: CloudSdk, service: S): Client<S> {
-  return createClient(service, sdk.transport);
 }
