@@ -113,9 +113,13 @@ export function createRetryInterceptor(options: RetryOptions = {}): Interceptor 
       } catch (error) {
         if (req.signal.aborted) throw error;
         const timedOut = attemptSignal.aborted || (error instanceof ConnectError && error.code === Code.DeadlineExceeded && remaining > attemptMs);
-        if (attempt >= settings.maxAttempts || !(timedOut || isRetriable(error))) throw error;
+        // Our own timer ended the attempt: that is a deadline, whatever the transport made of the abort.
+        const failure = attemptSignal.aborted
+          ? new ConnectError(`deadline exceeded after ${attempt} attempt(s)`, Code.DeadlineExceeded, undefined, undefined, error)
+          : error;
+        if (attempt >= settings.maxAttempts || !(timedOut || isRetriable(error))) throw failure;
         const pause = Math.max(backoffMs(attempt, settings), retryAfterMs(error));
-        if (Date.now() + pause >= deadline) throw error;
+        if (Date.now() + pause >= deadline) throw failure;
         await sleep(pause, req.signal);
       }
     }

@@ -154,6 +154,57 @@ test('an operation_conflict (retry_type CALL) is retried until the running opera
   }
 });
 
+/** Holds an attempt until its signal aborts (a server that never answers), for the first `count` attempts. */
+function hangFirst(count: number): Interceptor {
+  let seen = 0;
+  return (next) => (req) => {
+    if (req.method.name === 'Exchange' || seen++ >= count) return next(req);
+    return new Promise((_resolve, reject) =>
+      req.signal.addEventListener('abort', () => reject(new ConnectError('abandoned by the client', Code.Canceled)), { once: true }),
+    );
+  };
+}
+
+test('an attempt that outlives its per-attempt timeout is retried within the overall deadline', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({ interceptors: [recorder.interceptor, hangFirst(1)], retry: { attemptTimeoutMs: 300, deadlineMs: 30_000, initialBackoffMs: 10 } });
+  try {
+    const list = await sdk.client(InstanceService).list({ parentId: projectId });
+    expect(list.items.length).toBeGreaterThanOrEqual(0);
+    expect(recorder.attempts.map((attempt) => attempt.outcome)).toEqual(['Canceled', 'OK']);
+    expect(recorder.attempts.map((attempt) => attempt.timeout)).toEqual(['300m', '300m']);
+  } finally {
+    sdk.close();
+  }
+});
+
+test('a call whose every attempt hangs fails with DEADLINE_EXCEEDED once the overall deadline is spent', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({
+    interceptors: [recorder.interceptor, hangFirst(Infinity)],
+    retry: { maxAttempts: 10, attemptTimeoutMs: 200, deadlineMs: 700, initialBackoffMs: 10 },
+  });
+  try {
+    const started = Date.now();
+    const error = await sdk
+      .client(InstanceService)
+      .list({ parentId: projectId })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.DeadlineExceeded);
+    expect(Date.now() - started).toBeLessThan(700 + 5000);
+    // The attempts shared the 700 ms: the last one got only what was left of it.
+    expect(recorder.attempts.length).toBeGreaterThanOrEqual(3);
+    expect(recorder.attempts.length).toBeLessThan(10);
+    expect(Number(recorder.attempts.at(-1)?.timeout?.replace(/m$/, ''))).toBeLessThanOrEqual(200);
+  } finally {
+    sdk.close();
+  }
+});
+
 test('a bad_request is not retried; its ServiceError and request id are readable', async () => {
   const recorder = attemptRecorder();
   const sdk = sdkWith({ interceptors: [recorder.interceptor] });
