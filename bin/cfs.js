@@ -41,8 +41,10 @@ if (existsSync(new URL('src/cli/main.ts', root)) && existsSync(new URL('scripts/
     const { buildCli } = await import('../scripts/build-cli.mjs');
     await buildCli();
   } catch (error) {
-    // No esbuild (a production install of a checkout): run what is there.
-    if (error?.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    // No esbuild (a production install of a checkout): run what is there, silently. Any other failure
+    // (a read-only checkout…) is said, and the existing build runs.
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND')
+      process.stderr.write(`cfs: could not rebuild ${bundle.pathname} (${error?.message ?? error}); running the existing build\n`);
   }
 }
 await import(existsSync(bundle) ? bundle.href : new URL('dist/src/cli/main.js', root).href);

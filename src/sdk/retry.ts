@@ -1,6 +1,8 @@
 /**
  * Retries and idempotency keys, as the Nebius SDKs do them (nebius/gosdk conn/retries.go,
- * conn/idempotency.go, conn/inner_timeout.go and sdk.go's defaults; nebius/pysdk's retry policy):
+ * conn/idempotency.go, conn/inner_timeout.go and sdk.go's defaults; nebius/pysdk aio/request.py,
+ * the same defaults: 60 s, 3 attempts, 60 s / 3 per attempt; aio/idempotency.py, a UUID4
+ * `x-idempotency-key` that never replaces one the caller set):
  * the server's answer decides whether a call is retried, and a mutating call carries one
  * `X-Idempotency-Key` across all its attempts, so a retry after a lost answer never runs twice.
  */
