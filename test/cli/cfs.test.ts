@@ -169,6 +169,20 @@ test('--format prints JSON, YAML or a table', async () => {
   });
 });
 
+test('without --format, a terminal gets a table and a pipe JSON', async () => {
+  const env = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'tty') };
+  const token = (await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password], env)).stdout.trim();
+  expect(JSON.parse((await cfs(['iam', 'whoami', '--token', token], env)).stdout)).toHaveProperty('userProfile');
+  // script(1) gives the command a terminal for its stdout.
+  const command = [process.execPath, join(ROOT, 'bin/cfs.js'), 'iam', 'whoami', '--token', token].map((word) => `'${word}'`).join(' ');
+  const onTerminal = await new Promise<string>((resolve, reject) =>
+    execFile('script', ['-qec', command, '/dev/null'], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env } }, (error, stdout) =>
+      error ? reject(error) : resolve(stdout),
+    ),
+  );
+  expect(onTerminal).toMatch(/^FIELD\s+VALUE\r?\n/);
+});
+
 test('an unreachable server exits 6, after the retries', async () => {
   const result = await cfs(['compute', 'instance', 'get', 'instance-x', '--server', 'http://127.0.0.1:9', '--token', 't']);
   expect(result.code).toBe(6);
