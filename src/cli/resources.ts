@@ -40,7 +40,7 @@ const RESOURCE_SERVICES: Array<{ service: DescService; parentIsProject: boolean 
   { service: InstanceService, parentIsProject: true },
   { service: ProjectService, parentIsProject: false },
   { service: ServiceAccountService, parentIsProject: true },
-  { service: AuthPublicKeyService, parentIsProject: false },
+  { service: AuthPublicKeyService, parentIsProject: true },
 ];
 
 /** Operations poll every 250 ms: an operator waits for seconds, not for the Go SDK's 1 s steps. */

@@ -150,6 +150,34 @@ test('an operator sets up profiles and works through every verb on instances', a
   expect((await cfs(['iam', 'whoami', '--profile', 'robot'])).code).toBe(2);
 }, 240_000);
 
+test("the IAM services' verbs are generated the same way", async () => {
+  const base = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'iam-verbs') };
+  const token = (await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password], base)).stdout.trim();
+  const env = { ...base, CFS_TOKEN: token };
+  const project = (await json(['iam', 'project', 'create', '--name', 'iam-verbs', '--description', 'd1'], env)).resourceId as string;
+  expect(await json(['iam', 'project', 'get', project], env)).toMatchObject({ metadata: { name: 'iam-verbs' }, spec: { description: 'd1' } });
+  expect(await json(['iam', 'project', 'get-by-name', '--name', 'iam-verbs'], env)).toMatchObject({ metadata: { id: project } });
+  await json(['iam', 'project', 'update', project, '--description', 'd2'], env);
+  expect(await json(['iam', 'project', 'get', project], env)).toMatchObject({ metadata: { name: 'iam-verbs' }, spec: { description: 'd2' } });
+
+  const account = (await json(['iam', 'service-account', 'create', '--parent-id', project, '--name', 'verbs-robot'], env)).resourceId as string;
+  const accounts = (await json(['iam', 'service-account', 'list', '--parent-id', project], env)) as unknown as Array<{ metadata: { id: string } }>;
+  expect(accounts.map((item) => item.metadata.id)).toEqual([account]);
+  expect(await json(['iam', 'service-account', 'get-by-name', '--parent-id', project, '--name', 'verbs-robot'], env)).toMatchObject({
+    metadata: { id: account },
+  });
+
+  const keyId = (await cfs(['iam', 'key', 'generate', '--service-account', account, '--output', 'verbs-key.json'], env)).stdout.trim();
+  const keys = (await json(['iam', 'auth-public-key', 'list', '--parent-id', project], env)) as unknown as Array<{ metadata: { id: string } }>;
+  expect(keys.map((item) => item.metadata.id)).toEqual([keyId]);
+  await json(['iam', 'auth-public-key', 'deactivate', keyId], env);
+  expect(((await json(['iam', 'auth-public-key', 'get', keyId], env)).status as Record<string, unknown>).active).toBeUndefined();
+  await json(['iam', 'auth-public-key', 'delete', keyId], env);
+  await json(['iam', 'service-account', 'delete', account], env);
+  await json(['iam', 'project', 'delete', project], env);
+  expect((await cfs(['iam', 'project', 'get', project], env)).code).toBe(4);
+}, 180_000);
+
 test('--format prints JSON, YAML or a table', async () => {
   const env = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'formats') };
   const token = (await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password], env)).stdout.trim();

@@ -205,6 +205,27 @@ test('a call whose every attempt hangs fails with DEADLINE_EXCEEDED once the ove
   }
 });
 
+test('a List call iterates over every page, and awaited gives its first page', async () => {
+  const recorder = attemptRecorder();
+  const sdk = sdkWith({ interceptors: [recorder.interceptor] });
+  try {
+    const instances = sdk.client(InstanceService);
+    for (const name of ['paged-1', 'paged-2', 'paged-3']) await instances.create({ metadata: { parentId: projectId, name } });
+    const all = await instances.list({ parentId: projectId, pageSize: 1000n });
+    expect(all.items.length).toBeGreaterThanOrEqual(3);
+    const first = await instances.list({ parentId: projectId, pageSize: 2n });
+    expect(first.items).toHaveLength(2);
+    expect(first.nextPageToken).not.toBe('');
+    recorder.attempts.length = 0;
+    const iterated: string[] = [];
+    for await (const instance of instances.list({ parentId: projectId, pageSize: 2n })) iterated.push(instance.metadata?.id ?? '');
+    expect(iterated).toEqual(all.items.map((instance) => instance.metadata?.id));
+    expect(recorder.attempts).toHaveLength(Math.ceil(all.items.length / 2) + (all.items.length % 2 === 0 ? 1 : 0));
+  } finally {
+    sdk.close();
+  }
+});
+
 test('a bad_request is not retried; its ServiceError and request id are readable', async () => {
   const recorder = attemptRecorder();
   const sdk = sdkWith({ interceptors: [recorder.interceptor] });
