@@ -3,7 +3,7 @@
  * user sign-in, whoami, key generation into a file, the JWT exchange, and `operation wait`.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createClient } from '@connectrpc/connect';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { OperationSchema } from '../../generated/proto/cloud/common/v1/operation_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
@@ -42,10 +42,19 @@ export function readKeyFile(path: string): ServiceAccountKey {
   }
 }
 
+/** fetch, with a server that cannot be reached reported as UNAVAILABLE (exit 6), like a gRPC call. */
+async function post(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, method: 'POST' });
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message;
+    throw new ConnectError(`cannot reach ${new URL(url).origin}: ${cause || (error instanceof Error ? error.message : String(error))}`, Code.Unavailable);
+  }
+}
+
 /** POST /api/auth: a user's access token. */
 export async function signIn(server: string, name: string, password: string): Promise<string> {
-  const response = await fetch(`${server}/api/auth`, {
-    method: 'POST',
+  const response = await post(`${server}/api/auth`, {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ name, password }),
   });
@@ -134,8 +143,7 @@ ${COMMON}`,
         throw new UsageError('--ttl must be a positive whole number of seconds');
       if (values.http) {
         const jwt = await signServiceAccountKeyJwt(key, { jwtTtlSeconds });
-        const response = await fetch(`${session.server}/oauth2/token/exchange`, {
-          method: 'POST',
+        const response = await post(`${session.server}/oauth2/token/exchange`, {
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
           body: new URLSearchParams({
             grant_type: GRANT_TYPE,

@@ -4,6 +4,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -211,10 +212,23 @@ test('without --format, a terminal gets a table and a pipe JSON', async () => {
   expect(onTerminal).toMatch(/^FIELD\s+VALUE\r?\n/);
 });
 
+/** A port nothing listens on (just released). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
 test('an unreachable server exits 6, after the retries', async () => {
-  const result = await cfs(['compute', 'instance', 'get', 'instance-x', '--server', 'http://127.0.0.1:9', '--token', 't']);
+  const nowhere = `http://127.0.0.1:${await closedPort()}`;
+  const result = await cfs(['compute', 'instance', 'get', 'instance-x', '--server', nowhere, '--token', 't']);
   expect(result.code).toBe(6);
   expect(result.stderr).toMatch(/^cfs: UNAVAILABLE: /);
+  // Sign-in is plain HTTP (fetch): the same exit code.
+  const signIn = await cfs(['iam', 'get-access-token', '--name', 'a', '--password', 'b', '--server', nowhere]);
+  expect(signIn).toMatchObject({ code: 6, stderr: expect.stringMatching(/^cfs: UNAVAILABLE: cannot reach http:\/\/127\.0\.0\.1:\d+/) });
 });
 
 test('usage errors exit 2', async () => {
