@@ -1,10 +1,10 @@
 /**
  * Waiting for operations (nebius/gosdk operations/operation.go Wait, operations/options.go): poll
  * OperationService.Get every interval until the operation has a status; a polling error the server
- * says may be retried waits with exponential backoff and jitter (first 1 s ±20%, at most 30 s) and
- * polls again; a finished operation that failed throws OperationError.
+ * says may be retried, or a poll that timed out, waits with exponential backoff and jitter (first
+ * 1 s ±20%, at most 30 s) and polls again; a finished operation that failed throws OperationError.
  */
-import type { Client } from '@connectrpc/connect';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { Operation } from '../../generated/proto/cloud/common/v1/operation_pb.js';
 import type { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { OperationError } from './errors.js';
@@ -38,7 +38,9 @@ export async function waitForOperation(operations: Client<typeof OperationServic
       failedPolls = 0;
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
-      if (!isRetriable(error)) throw error;
+      // gosdk isRetriablePollError: what may be retried, and a poll that timed out (conn.TimeoutError).
+      const timedOut = error instanceof ConnectError && error.code === Code.DeadlineExceeded;
+      if (!(timedOut || isRetriable(error))) throw error;
       failedPolls++;
       continue;
     }

@@ -291,6 +291,27 @@ test(
   (IAM_TOKEN_TTL_SECONDS * 3 + 30) * 1000,
 );
 
+test('wait keeps polling through polling errors that may be retried (gosdk PollErrorBackoff)', async () => {
+  const recorder = attemptRecorder();
+  let failures = 2;
+  const failTwoPolls: Interceptor = (next) => (req) => {
+    if (req.service.typeName === 'cloud.common.v1.OperationService' && failures-- > 0)
+      return Promise.reject(new ConnectError('injected: poll failed', Code.Unavailable));
+    return next(req);
+  };
+  // One attempt per call, so the failed polls reach wait itself.
+  const sdk = sdkWith({ interceptors: [recorder.interceptor, failTwoPolls], retry: { maxAttempts: 1 } });
+  try {
+    const created = await sdk.client(InstanceService).create({ metadata: { parentId: projectId, name: 'polled' } });
+    const done = await sdk.wait(created, { intervalMs: 20 });
+    expect(done.status?.code).toBe(0);
+    const polls = recorder.attempts.filter((attempt) => attempt.method === 'Get').map((attempt) => attempt.outcome);
+    expect(polls.slice(0, 3)).toEqual(['Unavailable', 'Unavailable', 'OK']);
+  } finally {
+    sdk.close();
+  }
+});
+
 test('wait returns a finished operation, reports progress, and throws a failed one with its ServiceError decoded', async () => {
   const sdk = sdkWith();
   try {
