@@ -7,6 +7,10 @@
  * (PGlite < 1 s, PostgreSQL < 0.5 s). `BENCH_RUNS` (default 5) timed runs per store; `BENCH_MAIN`
  * times another build (`node scripts/build.mjs --out /tmp/x/dist` with contracts/, node_modules and
  * package.json beside it) instead of `dist/src/main.js`, e.g. while others run the shared `dist/`.
+ * Then `cfs` (bin/cfs.js, issue 20): spawn to exit of `cfs --help` from this checkout (the bundle
+ * checked against its sources first), of the bundle alone (what an installed package runs: no
+ * sources to check), and for comparison of the per-file build and of the sources under tsx (how
+ * bin/cfs.js ran before), beside an empty `node -e 0`; target < 300 ms of CPU for the first two. `BENCH_ONLY=server|cfs` runs one half.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +25,11 @@ const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const TARGETS = { pglite: 1000, postgresql: 500 };
 const GIVE_UP_MS = 60_000;
+/**
+ * "Starts in well under a second": judged on CPU, which a busy machine does not inflate the way it
+ * does wall time (an idle machine gives about the CPU figure as wall time too).
+ */
+const CLI_CPU_TARGET_MS = 300;
 
 if (!existsSync(MAIN)) {
   console.error(`bench:startup runs the compiled server (${MAIN}): npm run build first`);
@@ -112,18 +121,23 @@ delete baseEnv.DATABASE_URL;
 delete baseEnv.NODE_OPTIONS;
 let allOk = true;
 
+// BENCH_ONLY=server or BENCH_ONLY=cfs runs one half.
+const only = process.env.BENCH_ONLY;
 const scratch = mkdtempSync(join(tmpdir(), 'bench-startup-'));
 try {
-  allOk = (await measure('pglite', { ...baseEnv, DATA_DIR: join(scratch, 'data') })) && allOk;
+  if (only !== 'cfs') allOk = (await measure('pglite', { ...baseEnv, DATA_DIR: join(scratch, 'data') })) && allOk;
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
 
 const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const database = await scratchDatabase(adminUrl, 'bench_startup').catch((error: unknown) => {
-  console.log(`postgresql skipped: ${adminUrl} did not answer (${error instanceof Error ? error.message : String(error)}); set DATABASE_URL`);
-  return undefined;
-});
+const database =
+  only === 'cfs'
+    ? undefined
+    : await scratchDatabase(adminUrl, 'bench_startup').catch((error: unknown) => {
+        console.log(`postgresql skipped: ${adminUrl} did not answer (${error instanceof Error ? error.message : String(error)}); set DATABASE_URL`);
+        return undefined;
+      });
 if (database) {
   try {
     allOk = (await measure('postgresql', { ...baseEnv, DATABASE_URL: database.url })) && allOk;
@@ -131,4 +145,55 @@ if (database) {
     await database.drop();
   }
 }
+if (only !== 'server') allOk = (await measureCli()) && allOk;
 process.exit(allOk ? 0 : 1);
+
+/** Wall and CPU milliseconds of one `node <args>` run to its exit (CPU from the child's rusage, via bash's `times`). */
+function timeNode(args: string[]): Promise<{ wallMs: number; cpuMs: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    // `times` after the child exits prints the shell's children's user and system time.
+    const script = `"$0" "$@" >/dev/null 2>&1; times`;
+    const child = spawn('bash', ['-c', script, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: baseEnv });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', () => {
+      const wallMs = performance.now() - started;
+      // Second line: children's "0m0.120s 0m0.020s".
+      const seconds = [...(output.trim().split('\n')[1] ?? '').matchAll(/(\d+)m([\d.]+)s/g)].map((match) => Number(match[1]) * 60 + Number(match[2]));
+      resolve({ wallMs, cpuMs: seconds.reduce((sum, value) => sum + value, 0) * 1000 });
+    });
+  });
+}
+
+async function measureCli(): Promise<boolean> {
+  const bundle = join(ROOT, 'dist/src/cli/cfs.js');
+  const cases: Array<{ name: string; args: string[]; target?: number }> = [
+    { name: 'node -e 0 (the baseline: an empty node)', args: ['-e', '0'] },
+    { name: 'cfs --help (checkout: bin/cfs.js)', args: [join(ROOT, 'bin/cfs.js'), '--help'], target: CLI_CPU_TARGET_MS },
+    { name: 'cfs --help (installed: the bundle)', args: [bundle, '--help'], target: CLI_CPU_TARGET_MS },
+    { name: 'cfs --help (per-file build)', args: [join(ROOT, 'dist/src/cli/main.js'), '--help'] },
+    { name: 'cfs --help (sources under tsx, as before)', args: ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), '--help'] },
+  ];
+  // The first run of bin/cfs.js builds the bundle when the sources are newer.
+  await timeNode([join(ROOT, 'bin/cfs.js'), '--help']);
+  let ok = true;
+  for (const { name, args, target } of cases) {
+    const file = args.find((arg) => arg.startsWith(ROOT));
+    if (file !== undefined && !existsSync(file)) {
+      console.log(`${name.padEnd(44)} skipped: not built (npm run build)`);
+      continue;
+    }
+    const runs: Array<{ wallMs: number; cpuMs: number }> = [];
+    for (let run = 0; run < RUNS; run++) runs.push(await timeNode(args));
+    const wall = median(runs.map((run) => run.wallMs));
+    const cpu = median(runs.map((run) => run.cpuMs));
+    const verdict = target === undefined ? '' : ` — target < ${target} ms CPU: ${cpu < target ? 'ok' : 'MISSED'}`;
+    if (target !== undefined && cpu >= target) ok = false;
+    console.log(
+      `${name.padEnd(44)} ${wall.toFixed(0)} ms, ${cpu.toFixed(0)} ms CPU (medians of ${RUNS}: ${runs.map((run) => run.wallMs.toFixed(0)).join(', ')} ms)${verdict}`,
+    );
+  }
+  return ok;
+}

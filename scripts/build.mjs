@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { transformFile } from '@swc/core';
 import { build as esbuild } from 'esbuild';
+import { buildCli } from './build-cli.mjs';
 import OpenAPISchemaValidator from 'openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
 
@@ -76,6 +77,8 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
 }
 // `--no-bundle` keeps the per-file entry (to compare start-up times, or to debug module by module).
 if (!process.argv.includes('--no-bundle')) await bundleEntry(join(OUT, 'src/main.js'));
+// `cfs` as one bundled module (bin/cfs.js runs it): scripts/build-cli.mjs.
+await buildCli(OUT);
 
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
 console.log(`built ${files.length} files into ${shown} in ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -9,6 +9,7 @@
  *   proto/**                   the .proto sources, protobuf-es code (.js + .d.ts), image.binpb (buf image)
  *   clients/rest.js            one typed fetch client over any `paths` type; clients/<name>.js per REST API
  *   clients/cloud.js           createCloudClient(transport): a Connect client for every gRPC service
+ *   sdk/index.js               the SDK layer (src/sdk): retries, idempotency keys, wait, credentials, paging
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -48,6 +49,15 @@ try {
     if (existsSync(join(ROOT, 'generated', folder))) cpSync(join(ROOT, 'generated', folder), join(src, folder), { recursive: true });
   }
   cpSync(join(ROOT, 'scripts/contracts/package-src/clients/rest.ts'), join(src, 'clients/rest.ts'));
+  // The SDK layer is the very code `cfs` runs (src/sdk); it imports only generated code and packages,
+  // which the package holds one level up from it.
+  mkdirSync(join(src, 'sdk'), { recursive: true });
+  for (const file of readdirSync(join(ROOT, 'src/sdk')).filter((name) => name.endsWith('.ts'))) {
+    const text = readFileSync(join(ROOT, 'src/sdk', file), 'utf8');
+    const foreign = [...text.matchAll(/from '(\.\.\/[^']*)'/g)].map((match) => match[1] ?? '').filter((path) => !path.startsWith('../../generated/proto/'));
+    if (foreign.length > 0) throw new Error(`src/sdk/${file} imports ${foreign.join(', ')}: the SDK may import only generated/proto and packages`);
+    writeFileSync(join(src, 'sdk', file), text.replaceAll("from '../../generated/proto/", "from '../proto/"));
+  }
 
   const openapiDir = join(ROOT, 'contracts/openapi');
   const documents = readdirSync(openapiDir)
@@ -154,7 +164,7 @@ try {
     type: 'module',
     main: './index.js',
     types: './index.d.ts',
-    exports: { '.': { types: './index.d.ts', default: './index.js' }, './*': './*' },
+    exports: { '.': { types: './index.d.ts', default: './index.js' }, './sdk': { types: './sdk/index.d.ts', default: './sdk/index.js' }, './*': './*' },
     sideEffects: false,
     peerDependencies: {
       '@bufbuild/protobuf': `^${versionOf('@bufbuild/protobuf')}`,
@@ -171,6 +181,7 @@ try {
     `# @contract-first-server/contracts ${version}\n\nThe published contracts of contract-first-server and typed clients built from them. See docs/contracts.md in the server repository.\n\n` +
       `- REST: ${documents.map((name) => `\`create${pascal(name)}Client(baseUrl, { token })\` (openapi/${name}.yaml)`).join(', ')}\n` +
       `- gRPC / Connect: \`createCloudClient(transport)\` with ${services.map((service) => `\`${service.key}\``).join(', ')}; protobuf-es types under \`proto/\`, a buf image at \`proto/image.binpb\`\n` +
+      "- The SDK layer (`@contract-first-server/contracts/sdk`): `createCloudSdk({ baseUrl, transport: createGrpcTransport, credentials })` — idempotency keys, retries by the server's answer, `wait(operation)`, service-account key credentials refreshed in the background, List calls as async iterators\n" +
       '- GraphQL: the SDL and its types under `graphql/` (types need the optional peer `graphql`)\n',
   );
   console.log(
