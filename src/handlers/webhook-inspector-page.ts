@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
 import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
@@ -117,11 +116,17 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       // The highest seq shown (or started after): where a catch-up after missed notifications resumes.
       let cursor: number | undefined;
       let backlog: StoredCapture[] | undefined = [];
+      // Views are built asynchronously (multipart parsing); events still go out in capture order.
+      let writing = Promise.resolve();
       const send = (capture: StoredCapture) => {
         if (sent.has(capture.seq)) return;
         sent.add(capture.seq);
         cursor = Math.max(cursor ?? 0, capture.seq);
-        out.write(`id: ${capture.seq}\ndata: ${JSON.stringify(describeCapturedRequest(capture))}\n\n`);
+        const view = webhooks.view(capture);
+        writing = writing.then(async () => {
+          const event = `id: ${capture.seq}\ndata: ${JSON.stringify(await view)}\n\n`;
+          if (!ended) out.write(event);
+        });
       };
       let ended = false;
       let heartbeat: NodeJS.Timeout | undefined;

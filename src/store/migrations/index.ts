@@ -6,6 +6,7 @@ import * as createComputeInstances from './20261122180100_create_compute_instanc
 import * as createIam from './20261122190000_create_iam.js';
 import * as createPublishing from './20261122160000_create_publishing.js';
 import * as createWebhooks from './20261122170000_create_webhooks.js';
+import * as addWebhookRouteOptions from './20261126120000_add_webhook_route_options.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261122190000_create_iam': createIam,
   '20261122160000_create_publishing': createPublishing,
   '20261122170000_create_webhooks': createWebhooks,
+  '20261126120000_add_webhook_route_options': addWebhookRouteOptions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,8 @@
+export {
+  DEFAULT_HMAC_HEADER,
+  DEFAULT_TOLERANCE_SECONDS,
+  verifySignature,
+  type SignatureCheck,
+  type SignatureScheme,
+  type VerifyConfig,
+} from './verify-signature.js';
