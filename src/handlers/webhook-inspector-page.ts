@@ -26,6 +26,8 @@ const PAGE_HEADERS = {
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/inspect-assets/inspector.js': { file: 'inspector.js', type: 'text/javascript; charset=utf-8' },
   '/inspect-assets/inspector.css': { file: 'inspector.css', type: 'text/css; charset=utf-8' },
+  // Named by the page, so a browser does not ask for /favicon.ico (a 404 in its console).
+  '/inspect-assets/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
 };
 
 /** Replayed on reconnect (Last-Event-ID) at most; older captures are on the JSON pages. */
@@ -92,6 +94,9 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
         `<header><h1>Webhook inspector</h1>
 <p>Send any request to <code id="capture-url"></code> <button type="button" id="copy-url">Copy</button></p>
 <p class="meta">Expires <time id="expires-at" datetime="${route.expiresAt.toISOString()}">${route.expiresAt.toISOString()}</time> · <span id="live-status">connecting…</span> · <button type="button" id="delete-route">Delete route</button></p></header>
+<form id="search" role="search"><input type="search" id="search-q" name="q" maxlength="200" placeholder="Search path, query, headers, body" aria-label="Search captures">
+<select id="search-method" name="method" aria-label="Method"><option value="">any method</option><option>GET</option><option>POST</option><option>PUT</option><option>PATCH</option><option>DELETE</option><option>OPTIONS</option><option>HEAD</option></select>
+<button type="submit">Search</button> <button type="button" id="search-clear" hidden>Clear</button> <a id="download-har" href="/inspect/${route.id}/export.har" download>Download HAR</a> <span id="search-status" class="meta"></span></form>
 <main><p id="empty">No requests yet. Try: <code id="curl-example"></code></p><ol id="requests" reversed></ol><button type="button" id="load-more" hidden>Load older requests</button></main>`,
         route.id,
       );
@@ -194,6 +199,7 @@ function shell(title: string, content: string, routeId?: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${title}</title>
+<link rel="icon" href="/inspect-assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/inspect-assets/inspector.css">
 <script src="/inspect-assets/inspector.js" defer></script>
 </head>

@@ -15,10 +15,24 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+/** The fields of a captured request the tests read. */
+interface CapturedItem {
+  id: string;
+  method: string;
+  path: string;
+  headers: string[][];
+  signature: unknown;
+  multipart: unknown;
+}
+
+interface HarEntryView {
+  request: { postData?: { text: string }; comment?: string };
+}
+
 async function inspect(routeId: string, query = '') {
   const response = await server!.request('GET', `/inspect/${routeId}${query}`, { headers: { accept: 'application/json' } });
   expect(response.status).toBe(200);
-  return response.body as { items: Array<Record<string, any>>; next: string | null };
+  return response.body as { items: CapturedItem[]; next: string | null };
 }
 
 const BINARY = Buffer.from([0, 1, 2, 39, 37, 92, 10, 13, 128, 255, 34, 36, 96]);
@@ -41,7 +55,12 @@ describe('export', () => {
     await run('sh', ['-c', curl.text], { timeout: 30_000 });
 
     const [replayed] = (await inspect(target.routeId)).items;
-    expect(replayed).toMatchObject({ method: 'PUT', path: `/${target.routeId}/replayed/deep/path`, query: 'a=1&a=2&b=%20x', bodyBase64: BINARY.toString('base64') });
+    expect(replayed).toMatchObject({
+      method: 'PUT',
+      path: `/${target.routeId}/replayed/deep/path`,
+      query: 'a=1&a=2&b=%20x',
+      bodyBase64: BINARY.toString('base64'),
+    });
     // Host, Content-Length and hop-by-hop lines (Connection) are the new connection's own.
     const names = (lines: string[][]) => lines.filter(([name]) => !/^(host|content-length|connection)$/i.test(name!));
     expect(names(replayed!.headers)).toEqual(names(captured!.headers));
@@ -74,12 +93,12 @@ describe('export', () => {
     const response = await server!.request('GET', `/inspect/${routeId}/export.har?limit=2`);
     expect(response.status).toBe(200);
     await expect(harValidator.har(response.body)).resolves.toEqual(response.body);
-    const entries = response.body.log.entries;
-    expect(entries.map((entry: any) => entry.request.postData?.text ?? null)).toEqual(['small two', null]);
-    expect(entries[1].request.comment).toMatch(/body of 307200 bytes left out.*\/raw$/);
+    const entries = response.body.log.entries as HarEntryView[];
+    expect(entries.map((entry) => entry.request.postData?.text ?? null)).toEqual(['small two', null]);
+    expect(entries[1]!.request.comment).toMatch(/body of 307200 bytes left out.*\/raw$/);
     expect(response.headers.get('link')).toMatch(new RegExp(`^</inspect/${routeId}/export.har\\?limit=2&before=\\d+>; rel="next"$`));
     const next = await server!.request('GET', response.headers.get('link')!.slice(1).split('>')[0]!);
-    expect(next.body.log.entries.map((entry: any) => entry.request.postData.text)).toEqual(['small one']);
+    expect((next.body.log.entries as HarEntryView[]).map((entry) => entry.request.postData?.text)).toEqual(['small one']);
   });
 });
 
@@ -96,7 +115,7 @@ describe('signature verification', () => {
     await rawRequest(url, 'POST', [['X-Hub-Signature-256', sign('{"a":1}')]], '{"a":2}');
     await rawRequest(url, 'POST', [], '{"a":3}');
     const page = await server!.request('GET', `/inspect/${routeId}`, { headers: { accept: 'application/json' } });
-    expect(page.body.items.map((item: any) => item.signature)).toEqual([
+    expect((page.body.items as CapturedItem[]).map((item) => item.signature)).toEqual([
       { scheme: 'github', valid: false, reason: 'no_signature_header' },
       { scheme: 'github', valid: false, reason: 'no_signature_matches' },
       { scheme: 'github', valid: true, reason: null },
@@ -129,7 +148,11 @@ describe('response delay', () => {
     const started = performance.now();
     const answers = await Promise.all(
       Array.from({ length: DELAY_CONCURRENCY + 1 }, (_, index) =>
-        rawRequest(url, 'POST', [], `n${index}`).then((answer) => ({ status: answer.status, ms: performance.now() - started, retryAfter: answer.headers['retry-after'] })),
+        rawRequest(url, 'POST', [], `n${index}`).then((answer) => ({
+          status: answer.status,
+          ms: performance.now() - started,
+          retryAfter: answer.headers['retry-after'],
+        })),
       ),
     );
     const ok = answers.filter((answer) => answer.status === 200);
@@ -158,7 +181,7 @@ describe('search', () => {
     await rawRequest(`${url}/other`, 'PUT', [['X-Event', 'INVOICE.created']], 'nothing');
     await rawRequest(`${url}/other`, 'POST', [], Buffer.concat([Buffer.from([0xff, 0x00]), Buffer.from('invoice in binary')]));
     await rawRequest(`${url}/none`, 'POST', [], 'no match here');
-    const target = (item: Record<string, any>) => `${item.method} ${item.path.slice(routeId.length + 2)}`;
+    const target = (item: CapturedItem) => `${item.method} ${item.path.slice(routeId.length + 2)}`;
 
     expect((await inspect(routeId, '?q=invoice')).items.map(target)).toEqual(['POST other', 'PUT other', 'GET users', 'POST orders']);
     expect((await inspect(routeId, '?q=invoice&method=post')).items.map(target)).toEqual(['POST other', 'POST orders']);
