@@ -249,8 +249,9 @@ export interface paths {
         /**
          * New captures as Server-Sent Events.
          * @description An endless `text/event-stream`: one event per capture, `id:` the capture's cursor and `data:`
-         *     the CapturedRequest JSON. Reconnecting with `Last-Event-ID` replays captures made since (up to
-         *     100). Works across server processes (PostgreSQL LISTEN/NOTIFY). A comment line is sent every
+         *     the CapturedRequest JSON (a body above the list bound is left out, as in a page). The stream
+         *     opens with an `id:` line without data (where it starts), so reconnecting with `Last-Event-ID`
+         *     replays every capture made since, even when none had arrived before the disconnect. Works across server processes (PostgreSQL LISTEN/NOTIFY). A comment line is sent every
          *     15 s to keep proxies from closing the connection; the stream ends when the route is deleted.
          */
         get: operations["streamCapturedRequests"];

@@ -19,6 +19,7 @@ import { AuthPublicKeyService, file_cloud_iam_v1_auth_public_key_service } from 
 import { ProfileService, file_cloud_iam_v1_profile_service } from '../../generated/proto/cloud/iam/v1/profile_service_pb.js';
 import { TokenExchangeService } from '../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
 import { signServiceAccountJwt } from '../engines/service-account-jwt/index.js';
+import { webhooksCommand } from './webhooks.js';
 
 const GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
@@ -54,6 +55,7 @@ Commands:
   iam key generate            generate a key pair; write the private key to a file
   iam exchange                sign a JWT with a key file and exchange it for an access token
   operation wait <id>         poll an operation until it is done and print it
+  webhooks listen|replay      forward a webhook route's captures to a local URL (cfs webhooks --help)
 
 Run "cfs <command> --help" for a command's options.
 
@@ -140,6 +142,7 @@ function needToken(globals: Globals): void {
 }
 
 async function run(argv: string[]): Promise<number> {
+  if (argv[0] === 'webhooks') return webhooksCommand(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

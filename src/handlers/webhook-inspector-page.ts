@@ -30,8 +30,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   '/inspect-assets/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
 };
 
-/** Replayed on reconnect (Last-Event-ID) at most; older captures are on the JSON pages. */
-const REPLAY_LIMIT = 100;
+/** Captures read per query while a reconnecting stream (Last-Event-ID) catches up. */
+const REPLAY_CHUNK = 100;
 const HEARTBEAT_MS = 15_000;
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -157,7 +157,7 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       let replay: StoredCapture[] = [];
       try {
         if (Number.isSafeInteger(lastEventId) && lastEventId >= 0) {
-          replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT);
+          replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_CHUNK);
           cursor = lastEventId;
         } else {
           cursor = await webhooks.lastSeq(route.id);
@@ -175,9 +175,24 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
         return;
       }
       out.writeHead(200, STREAM_HEADERS);
-      out.write('retry: 2000\n: connected\n\n');
+      // The `id:` without data sets the client's last event id to where this stream starts, so a
+      // client that reconnects before any capture still resumes from here (nothing in between lost).
+      out.write(`retry: 2000\nid: ${cursor}\n: connected\n\n`);
       heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      for (const capture of replay) send(capture);
+      // Catch up on everything since Last-Event-ID, a chunk at a time (a route keeps at most
+      // WEBHOOK_MAX_REQUESTS captures); each chunk is written before the next is read.
+      for (let chunk = replay; ;) {
+        for (const capture of chunk) send(capture);
+        const last = chunk[chunk.length - 1];
+        if (chunk.length < REPLAY_CHUNK || !last || ended) break;
+        await writing;
+        try {
+          chunk = await webhooks.capturesAfter(route.id, last.seq, REPLAY_CHUNK);
+        } catch (error) {
+          end();
+          throw error;
+        }
+      }
       const pending = backlog;
       backlog = undefined;
       for (const capture of pending) send(capture);
