@@ -99,7 +99,11 @@ const PLANS = {
   'POST /routes 201': (t) =>
     setBody(
       t,
-      JSON.stringify({ ttlSeconds: 3600, response: { status: 202, headers: { 'x-hook': 'accepted' }, body: '{"received":true}' } }),
+      JSON.stringify({
+        ttlSeconds: 3600,
+        response: { status: 202, headers: { 'x-hook': 'accepted' }, body: '{"received":true}', delayMs: 0 },
+        verify: { scheme: 'github', secret: "It's a Secret to Everybody" },
+      }),
       'application/json',
     ),
   'POST /routes 400': (t) => setBody(t, JSON.stringify({ ttlSeconds: 0, colour: 'red' }), 'application/json'),
@@ -107,7 +111,7 @@ const PLANS = {
 
   'GET /inspect/{routeId} 200': async (t) => {
     const { routeId } = await captured();
-    setPath(t, `/inspect/${routeId}?limit=50`);
+    setPath(t, `/inspect/${routeId}?limit=50&q=push&method=POST`);
     if (isHtml(t)) {
       setHeader(t, 'Accept', 'text/html');
       delete t.expected.body; // the page itself; its content is checked by the browser test
@@ -147,8 +151,36 @@ const PLANS = {
 
   'GET /inspect/{routeId}/requests/{requestId}/raw 200': async (t) => {
     const { routeId, requestId } = await captured('application/octet-stream', 'hello');
-    setPath(t, `/inspect/${routeId}/requests/${requestId}/raw`);
+    setPath(t, `/inspect/${routeId}/requests/${requestId}/raw?inline=0`);
+    t.expected.headers['Content-Disposition'] = `attachment; filename="${requestId}"`;
   },
+
+  'GET /inspect/{routeId}/export.har 200': async (t) => {
+    const { routeId } = await captured();
+    setPath(t, `/inspect/${routeId}/export.har?limit=50&q=push&method=POST`);
+    t.expected.headers['Content-Disposition'] = `attachment; filename="${routeId}.har"`;
+    delete t.expected.body; // one real entry; the schema still applies
+  },
+  'GET /inspect/{routeId}/export.har 400': (t) => setPath(t, `/inspect/${UNKNOWN}/export.har?limit=0`),
+  'GET /inspect/{routeId}/export.har 404': (t) => setPath(t, `/inspect/${UNKNOWN}/export.har`),
+  'GET /inspect/{routeId}/requests/{requestId}/har 200': async (t) => {
+    const { routeId, requestId } = await captured();
+    setPath(t, `/inspect/${routeId}/requests/${requestId}/har`);
+    t.expected.headers['Content-Disposition'] = `attachment; filename="${requestId}.har"`;
+    delete t.expected.body;
+  },
+  'GET /inspect/{routeId}/requests/{requestId}/har 400': (t) => setPath(t, `/inspect/${UNKNOWN}/requests/${MALFORMED}/har`),
+  'GET /inspect/{routeId}/requests/{requestId}/har 404': async (t) => setPath(t, `/inspect/${await newRoute()}/requests/${UNKNOWN}/har`),
+  'GET /inspect/{routeId}/requests/{requestId}/curl 200': async (t) => {
+    const { routeId, requestId } = await captured();
+    setPath(t, `/inspect/${routeId}/requests/${requestId}/curl?url=${encodeURIComponent('http://localhost:3000/hook')}`);
+    delete t.expected.body; // the command names this capture's headers
+  },
+  'GET /inspect/{routeId}/requests/{requestId}/curl 400': async (t) => {
+    const { routeId, requestId } = await captured();
+    setPath(t, `/inspect/${routeId}/requests/${requestId}/curl?url=ftp%3A%2F%2Fexample`);
+  },
+  'GET /inspect/{routeId}/requests/{requestId}/curl 404': async (t) => setPath(t, `/inspect/${await newRoute()}/requests/${UNKNOWN}/curl`),
   'GET /inspect/{routeId}/requests/{requestId}/raw 400': (t) => setPath(t, `/inspect/${UNKNOWN}/requests/${MALFORMED}/raw`),
   'GET /inspect/{routeId}/requests/{requestId}/raw 404': (t) => setPath(t, `/inspect/${UNKNOWN}/requests/${UNKNOWN}/raw`),
 
