@@ -48,7 +48,7 @@ export function describeCapturedRequest(record: CapturedRecord, extras: CaptureE
 }
 
 /** `a=1&a=2&b` → `{a: ['1', '2'], b: ['']}`; a null-prototype object so `__proto__` is just a name. */
-export function parseUrlEncoded(text: string): Record<string, string[]> {
+function parseUrlEncoded(text: string): Record<string, string[]> {
   const result = Object.create(null) as Record<string, string[]>;
   if (text === '') return result;
   for (const [name, value] of new URLSearchParams(text)) {

@@ -5,11 +5,11 @@ import type { components } from '../../../generated/openapi/webhooks.js';
 type MultipartPart = components['schemas']['MultipartPart'];
 
 /** Parts listed at most; a part's text is shown up to this many bytes. */
-export const MULTIPART_MAX_PARTS = 100;
-export const MULTIPART_MAX_TEXT = 64 * 1024;
+const MULTIPART_MAX_PARTS = 100;
+const MULTIPART_MAX_TEXT = 64 * 1024;
 
 /** `multipart/form-data` with a boundary, whatever the case and parameters. */
-export function isMultipartFormData(contentType: string | null): boolean {
+function isMultipartFormData(contentType: string | null): boolean {
   return contentType !== null && /^\s*multipart\/form-data\s*;/i.test(contentType);
 }
 
