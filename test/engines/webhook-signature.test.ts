@@ -43,37 +43,59 @@ describe('verifySignature', () => {
   test.each<[string, { given: { config: VerifyConfig; headers: Headers; body: string | Buffer; receivedAt: Date }; want: Omit<SignatureCheck, 'scheme'> }]>([
     [
       "standard-webhooks: the spec's published example is valid",
-      { given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: SW_PAYLOAD, receivedAt: at(SW_TS + 10) }, want: { valid: true, reason: null } },
+      {
+        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: SW_PAYLOAD, receivedAt: at(SW_TS + 10) },
+        want: { valid: true, reason: null },
+      },
     ],
     [
       'standard-webhooks: one matching signature among several (key rotation) is valid',
       {
-        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(`v1,${Buffer.alloc(32).toString('base64')} ${SW_SIGNATURE}`), body: SW_PAYLOAD, receivedAt: at(SW_TS) },
+        given: {
+          config: config('standard-webhooks', SW_SECRET),
+          headers: sw(`v1,${Buffer.alloc(32).toString('base64')} ${SW_SIGNATURE}`),
+          body: SW_PAYLOAD,
+          receivedAt: at(SW_TS),
+        },
         want: { valid: true, reason: null },
       },
     ],
     [
       'standard-webhooks: a changed body matches no signature',
-      { given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: `${SW_PAYLOAD} `, receivedAt: at(SW_TS) }, want: { valid: false, reason: 'no_signature_matches' } },
+      {
+        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: `${SW_PAYLOAD} `, receivedAt: at(SW_TS) },
+        want: { valid: false, reason: 'no_signature_matches' },
+      },
     ],
     [
       'standard-webhooks: a timestamp six minutes old is outside the default tolerance',
-      { given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: SW_PAYLOAD, receivedAt: at(SW_TS + 360) }, want: { valid: false, reason: 'timestamp_outside_tolerance' } },
+      {
+        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE), body: SW_PAYLOAD, receivedAt: at(SW_TS + 360) },
+        want: { valid: false, reason: 'timestamp_outside_tolerance' },
+      },
     ],
     [
       'standard-webhooks: a timestamp that is not a number is malformed',
-      { given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE, 'hello'), body: SW_PAYLOAD, receivedAt: at(SW_TS) }, want: { valid: false, reason: 'malformed_header' } },
+      {
+        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE, 'hello'), body: SW_PAYLOAD, receivedAt: at(SW_TS) },
+        want: { valid: false, reason: 'malformed_header' },
+      },
     ],
     [
       'standard-webhooks: no webhook-signature header',
-      { given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE).slice(0, 2), body: SW_PAYLOAD, receivedAt: at(SW_TS) }, want: { valid: false, reason: 'no_signature_header' } },
+      {
+        given: { config: config('standard-webhooks', SW_SECRET), headers: sw(SW_SIGNATURE).slice(0, 2), body: SW_PAYLOAD, receivedAt: at(SW_TS) },
+        want: { valid: false, reason: 'no_signature_header' },
+      },
     ],
     [
       'standard-webhooks: a binary body signed in the test is valid',
       {
         given: {
           config: config('standard-webhooks', SW_SECRET),
-          headers: sw(`v1,${hmac(Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64'), Buffer.concat([Buffer.from(`${SW_ID}.${SW_TS}.`), BINARY])).toString('base64')}`),
+          headers: sw(
+            `v1,${hmac(Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64'), Buffer.concat([Buffer.from(`${SW_ID}.${SW_TS}.`), BINARY])).toString('base64')}`,
+          ),
           body: BINARY,
           receivedAt: at(SW_TS),
         },
@@ -82,58 +104,124 @@ describe('verifySignature', () => {
     ],
     [
       "github: GitHub's published example is valid",
-      { given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature-256', GH_SIGNATURE]], body: GH_PAYLOAD, receivedAt: at(0) }, want: { valid: true, reason: null } },
+      {
+        given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature-256', GH_SIGNATURE]], body: GH_PAYLOAD, receivedAt: at(0) },
+        want: { valid: true, reason: null },
+      },
     ],
     [
       'github: the wrong secret matches no signature',
-      { given: { config: config('github', 'other'), headers: [['X-Hub-Signature-256', GH_SIGNATURE]], body: GH_PAYLOAD, receivedAt: at(0) }, want: { valid: false, reason: 'no_signature_matches' } },
+      {
+        given: { config: config('github', 'other'), headers: [['X-Hub-Signature-256', GH_SIGNATURE]], body: GH_PAYLOAD, receivedAt: at(0) },
+        want: { valid: false, reason: 'no_signature_matches' },
+      },
     ],
     [
       'github: the SHA-1 header alone is no signature header',
-      { given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature', 'sha1=abc']], body: GH_PAYLOAD, receivedAt: at(0) }, want: { valid: false, reason: 'no_signature_header' } },
+      {
+        given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature', 'sha1=abc']], body: GH_PAYLOAD, receivedAt: at(0) },
+        want: { valid: false, reason: 'no_signature_header' },
+      },
     ],
     [
       'github: a value without sha256= is malformed',
-      { given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature-256', GH_SIGNATURE.slice(7)]], body: GH_PAYLOAD, receivedAt: at(0) }, want: { valid: false, reason: 'malformed_header' } },
+      {
+        given: { config: config('github', GH_SECRET), headers: [['X-Hub-Signature-256', GH_SIGNATURE.slice(7)]], body: GH_PAYLOAD, receivedAt: at(0) },
+        want: { valid: false, reason: 'malformed_header' },
+      },
     ],
     [
       'stripe: a v1 signature computed in the test is valid',
-      { given: { config: config('stripe', STRIPE_SECRET), headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1()},v0=ignored`]], body: STRIPE_BODY, receivedAt: at(STRIPE_TS + 5) }, want: { valid: true, reason: null } },
+      {
+        given: {
+          config: config('stripe', STRIPE_SECRET),
+          headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1()},v0=ignored`]],
+          body: STRIPE_BODY,
+          receivedAt: at(STRIPE_TS + 5),
+        },
+        want: { valid: true, reason: null },
+      },
     ],
     [
       'stripe: a signature made with another secret matches none',
       {
-        given: { config: config('stripe', STRIPE_SECRET), headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1(STRIPE_BODY, STRIPE_TS, 'whsec_other')}`]], body: STRIPE_BODY, receivedAt: at(STRIPE_TS) },
+        given: {
+          config: config('stripe', STRIPE_SECRET),
+          headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1(STRIPE_BODY, STRIPE_TS, 'whsec_other')}`]],
+          body: STRIPE_BODY,
+          receivedAt: at(STRIPE_TS),
+        },
         want: { valid: false, reason: 'no_signature_matches' },
       },
     ],
     [
       'stripe: an old timestamp is outside the tolerance',
-      { given: { config: config('stripe', STRIPE_SECRET), headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1()}`]], body: STRIPE_BODY, receivedAt: at(STRIPE_TS + 301) }, want: { valid: false, reason: 'timestamp_outside_tolerance' } },
+      {
+        given: {
+          config: config('stripe', STRIPE_SECRET),
+          headers: [['Stripe-Signature', `t=${STRIPE_TS},v1=${stripeV1()}`]],
+          body: STRIPE_BODY,
+          receivedAt: at(STRIPE_TS + 301),
+        },
+        want: { valid: false, reason: 'timestamp_outside_tolerance' },
+      },
     ],
     [
       'stripe: no t= is malformed',
-      { given: { config: config('stripe', STRIPE_SECRET), headers: [['Stripe-Signature', `v1=${stripeV1()}`]], body: STRIPE_BODY, receivedAt: at(STRIPE_TS) }, want: { valid: false, reason: 'malformed_header' } },
+      {
+        given: { config: config('stripe', STRIPE_SECRET), headers: [['Stripe-Signature', `v1=${stripeV1()}`]], body: STRIPE_BODY, receivedAt: at(STRIPE_TS) },
+        want: { valid: false, reason: 'malformed_header' },
+      },
     ],
     [
       'hmac-sha256: a hex digest with the sha256= prefix in the named header is valid',
-      { given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [['x-sig', `sha256=${hmac(HMAC_SECRET, BINARY).toString('hex')}`]], body: BINARY, receivedAt: at(0) }, want: { valid: true, reason: null } },
+      {
+        given: {
+          config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }),
+          headers: [['x-sig', `sha256=${hmac(HMAC_SECRET, BINARY).toString('hex')}`]],
+          body: BINARY,
+          receivedAt: at(0),
+        },
+        want: { valid: true, reason: null },
+      },
     ],
     [
       'hmac-sha256: a base64 digest is valid',
-      { given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [['X-Sig', hmac(HMAC_SECRET, BINARY).toString('base64')]], body: BINARY, receivedAt: at(0) }, want: { valid: true, reason: null } },
+      {
+        given: {
+          config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }),
+          headers: [['X-Sig', hmac(HMAC_SECRET, BINARY).toString('base64')]],
+          body: BINARY,
+          receivedAt: at(0),
+        },
+        want: { valid: true, reason: null },
+      },
     ],
     [
       'hmac-sha256: a digest of another body matches none',
-      { given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [['X-Sig', hmac(HMAC_SECRET, 'x').toString('hex')]], body: BINARY, receivedAt: at(0) }, want: { valid: false, reason: 'no_signature_matches' } },
+      {
+        given: {
+          config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }),
+          headers: [['X-Sig', hmac(HMAC_SECRET, 'x').toString('hex')]],
+          body: BINARY,
+          receivedAt: at(0),
+        },
+        want: { valid: false, reason: 'no_signature_matches' },
+      },
     ],
     [
       'hmac-sha256: text that is neither hex nor base64 of 32 bytes is malformed',
-      { given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [['X-Sig', 'not a digest']], body: BINARY, receivedAt: at(0) }, want: { valid: false, reason: 'malformed_header' } },
+      {
+        given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [['X-Sig', 'not a digest']], body: BINARY, receivedAt: at(0) },
+        want: { valid: false, reason: 'malformed_header' },
+      },
     ],
     [
       'hmac-sha256: the header missing',
-      { given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [], body: BINARY, receivedAt: at(0) }, want: { valid: false, reason: 'no_signature_header' } },
+      {
+        given: { config: config('hmac-sha256', HMAC_SECRET, { header: 'X-Sig' }), headers: [], body: BINARY, receivedAt: at(0) },
+        want: { valid: false, reason: 'no_signature_header' },
+      },
     ],
   ])('%s', (_name, { given, want }) => {
     const body = Buffer.isBuffer(given.body) ? given.body : Buffer.from(given.body);
