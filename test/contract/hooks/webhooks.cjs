@@ -78,10 +78,14 @@ async function planCapture(transaction, method, path, status) {
 async function exhaustRouteAllowance() {
   for (let attempt = 0; attempt < 3; attempt++) {
     let refused;
-    for (let i = 0; i < 1000 && !refused; i++) {
-      const answer = await call('POST', '/routes');
-      if (answer.status === 429) refused = answer;
-      else if (answer.status !== 201) throw new Error(`creating a route answered ${answer.status}: ${answer.text}`);
+    // 20 creations at a time: one by one, a loaded machine took over a second for the 100, so the
+    // 2 s window was always about to end when it was used up.
+    for (let i = 0; i < 50 && !refused; i++) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/routes')));
+      for (const answer of answers) {
+        if (answer.status === 429) refused ??= answer;
+        else if (answer.status !== 201) throw new Error(`creating a route answered ${answer.status}: ${answer.text}`);
+      }
     }
     if (!refused) throw new Error('no 429 after 1000 routes: is WEBHOOK_ROUTE_LIMIT set by webhooks.env.json?');
     const retryAfter = Number(refused.headers.get('retry-after'));
