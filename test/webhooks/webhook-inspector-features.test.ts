@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import http from 'node:http';
 import { promisify } from 'node:util';
 import harValidator from 'har-validator';
 import { startServer, type TestServer } from '../support/app.js';
-import { createRoute, rawRequest } from './support.js';
+import { createRoute, openEventStream, rawRequest } from './support.js';
 
 const run = promisify(execFile);
 const DELAY_MS = 400;
@@ -212,5 +213,35 @@ describe('multipart', () => {
     const json = await rawRequest(url, 'POST', [['Content-Type', 'application/json']], '{}');
     expect(json.status).toBe(200);
     expect((await inspect(routeId)).items[0]!.multipart).toBeNull();
+  });
+});
+
+describe('event stream resumption', () => {
+  test('a stream opens with its starting id, and resuming with Last-Event-ID replays every capture since, beyond 100', async () => {
+    const { routeId, url } = await createRoute(server!);
+    const first = await new Promise<string>((resolve, reject) => {
+      const request = http.get(`${server!.url}/inspect/${routeId}/stream`, { agent: false }, (response) => {
+        response.setEncoding('utf8');
+        let text = '';
+        response.on('data', (chunk: string) => {
+          text += chunk;
+          if (text.includes('\n\n')) {
+            request.destroy();
+            resolve(text.slice(0, text.indexOf('\n\n')));
+          }
+        });
+      });
+      request.on('error', reject);
+    });
+    const start = /^id: (\d+)$/m.exec(first)?.[1];
+    expect(start).toBeDefined();
+
+    const count = 130;
+    await Promise.all(Array.from({ length: count }, (_, index) => rawRequest(url, 'POST', [], `n${index}`)));
+    const stream = await openEventStream(`${server!.url}/inspect/${routeId}/stream`, { 'last-event-id': start! });
+    const bodies = new Set<string>();
+    for (let index = 0; index < count; index++) bodies.add(JSON.parse((await stream.next()).data).body as string);
+    stream.close();
+    expect(bodies.size).toBe(count);
   });
 });
