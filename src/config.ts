@@ -95,6 +95,14 @@ export interface Config {
   webhookRouteWindowSeconds: number;
   /** Bytes the in-process route cache of the capture path may hold (least recently used dropped first). */
   webhookRouteCacheBytes: number;
+  /** A list item (page, event, export) carries a body only up to this many bytes; larger ones are left out. */
+  webhookListBodyBytes: number;
+  /** A page of captures ends once its items' estimated JSON reaches this many bytes. */
+  webhookPageBytes: number;
+  /** Delayed answers (`response.delayMs`) pending at once per route in one process; more answer 429. */
+  webhookDelayConcurrency: number;
+  /** Captures of expired routes the sweeper deletes per statement. */
+  webhookSweepChunk: number;
   // --- operations (docs/operations.md) ---
   /** Serve Prometheus metrics at `GET /metrics`. */
   metricsEnabled: boolean;
@@ -195,6 +203,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRouteLimit: integer(env, 'WEBHOOK_ROUTE_LIMIT', 30, 1, 1_000_000),
     webhookRouteWindowSeconds: integer(env, 'WEBHOOK_ROUTE_WINDOW_SECONDS', 60, 1, 86400),
     webhookRouteCacheBytes: integer(env, 'WEBHOOK_ROUTE_CACHE_BYTES', 32 * 1024 * 1024, 64 * 1024, 4 * 1024 * 1024 * 1024),
+    webhookListBodyBytes: integer(env, 'WEBHOOK_LIST_BODY_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
+    webhookPageBytes: integer(env, 'WEBHOOK_PAGE_BYTES', 4 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
+    webhookDelayConcurrency: integer(env, 'WEBHOOK_DELAY_CONCURRENCY', 20, 1, 10_000),
+    webhookSweepChunk: integer(env, 'WEBHOOK_SWEEP_CHUNK', 500, 1, 100_000),
     // --- operations ---
     metricsEnabled: boolean(env, 'METRICS_ENABLED', true),
     metricsToken: metricsToken(env),

@@ -52,12 +52,46 @@ export interface paths {
          * @description JSON when the `Accept` header names `application/json`; otherwise the HTML inspection page,
          *     which shows new captures live (Server-Sent Events) under a strict Content-Security-Policy.
          *     Pages are cut with `limit`; pass the answer's `next` as `before` for the following page.
+         *     A page is bounded in bytes as well as in count (`WEBHOOK_PAGE_BYTES`, default 4 MiB): a
+         *     body larger than `WEBHOOK_LIST_BODY_BYTES` (default 64 KiB) is left out of its list item
+         *     (`bodyOmitted: true`, with `size` and `links` to the full capture and its raw bytes), and a
+         *     page ends early, with a `next` cursor, once its items reach the byte bound. `q` and `method`
+         *     filter the captures; the order and the cursor stay the same.
          */
         get: operations["inspectRoute"];
         put?: never;
         post?: never;
         /** Deletes the route and everything captured on it; later requests to it answer 404. */
         delete: operations["deleteRoute"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inspect/{routeId}/export.har": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The route's captures as a HAR 1.2 document, newest first.
+         * @description One page of captures (the same `limit`, `before`, `q` and `method` as `GET /inspect/{routeId}`,
+         *     and the same byte bound) as HTTP Archive 1.2 entries; a body left out of the page is left
+         *     out of its entry too (`comment` says so and links the raw bytes). `Link: rel="next"` names
+         *     the following page when there is one. Sent as an attachment.
+         */
+        get: operations["exportRouteHar"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -115,9 +149,82 @@ export interface paths {
          * @description The bytes exactly as captured (cut at the size limit when `truncated`). The Content-Type is
          *     the captured one (`application/octet-stream` when none was sent); the response is sandboxed
          *     (`Content-Security-Policy: default-src 'none'; sandbox`, `X-Content-Type-Options: nosniff`)
-         *     so captured HTML can never run on this origin.
+         *     and sent as an attachment (`Content-Disposition: attachment`), so captured HTML, SVG or XML
+         *     can never render on this origin. With `inline=1`, types a browser only displays (images
+         *     other than SVG, `text/plain`, JSON, PDF is not one of them) are sent inline; every other type
+         *     stays an attachment.
          */
         get: operations["getCapturedRequestBody"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inspect/{routeId}/requests/{requestId}/har": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+                /**
+                 * @description A captured request's id.
+                 * @example 3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11
+                 */
+                requestId: components["parameters"]["RequestId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One captured request as a HAR 1.2 document with one entry.
+         * @description The request's method, URL (this server's capture URL with the query), header lines in order
+         *     with duplicates, query pairs and body: `postData.text` holds the body as text when it is
+         *     valid UTF-8, else its base64 with `encoding: base64` (a HAR extension most importers read).
+         *     Sent as an attachment.
+         */
+        get: operations["getCapturedRequestHar"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/inspect/{routeId}/requests/{requestId}/curl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+                /**
+                 * @description A captured request's id.
+                 * @example 3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11
+                 */
+                requestId: components["parameters"]["RequestId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A curl command line that sends the captured request again.
+         * @description A POSIX shell command (`text/plain`) that reproduces the request byte for byte: the method,
+         *     every header line in order with duplicates (except `Host`, `Content-Length` and hop-by-hop
+         *     headers, which curl recomputes), the query, and the stored body (through `printf` with octal
+         *     escapes for bytes that are not printable ASCII, piped to `--data-binary @-`). It targets
+         *     `url` (the query and the sub-path are appended) or, by default, the capture URL itself.
+         *     A truncated body is sent as stored (a comment line says so).
+         */
+        get: operations["getCapturedRequestCurl"];
         put?: never;
         post?: never;
         delete?: never;
@@ -142,8 +249,9 @@ export interface paths {
         /**
          * New captures as Server-Sent Events.
          * @description An endless `text/event-stream`: one event per capture, `id:` the capture's cursor and `data:`
-         *     the CapturedRequest JSON. Reconnecting with `Last-Event-ID` replays captures made since (up to
-         *     100). Works across server processes (PostgreSQL LISTEN/NOTIFY). A comment line is sent every
+         *     the CapturedRequest JSON (a body above the list bound is left out, as in a page). The stream
+         *     opens with an `id:` line without data (where it starts), so reconnecting with `Last-Event-ID`
+         *     replays every capture made since, even when none had arrived before the disconnect. Works across server processes (PostgreSQL LISTEN/NOTIFY). A comment line is sent every
          *     15 s to keep proxies from closing the connection; the stream ends when the route is deleted.
          */
         get: operations["streamCapturedRequests"];
@@ -227,6 +335,37 @@ export interface components {
              */
             ttlSeconds?: number;
             response?: components["schemas"]["RouteResponse"];
+            verify?: components["schemas"]["RouteVerification"];
+        };
+        /**
+         * @description Check the signature of every capture on this route. The secret is write-only: it is never
+         *     shown in any answer, page or log.
+         */
+        RouteVerification: {
+            /**
+             * @description `standard-webhooks` (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>`,
+             *     secret `whsec_<base64>`); `stripe` (`Stripe-Signature: t=…,v1=…`, secret `whsec_…` used as
+             *     is); `github` (`X-Hub-Signature-256: sha256=<hex>`); `hmac-sha256` (HMAC-SHA256 of the body
+             *     in `header`, hex or base64, optionally prefixed `sha256=`).
+             * @example github
+             * @enum {string}
+             */
+            scheme: "standard-webhooks" | "stripe" | "github" | "hmac-sha256";
+            /**
+             * @description The signing secret.
+             * @example It's a Secret to Everybody
+             */
+            secret: string;
+            /**
+             * @description The signature header (`hmac-sha256` only, default `X-Signature`; the other schemes use their own).
+             * @example X-Signature
+             */
+            header?: string;
+            /**
+             * @description How far a signed timestamp may be from the time of capture (`standard-webhooks`, `stripe`; default 300).
+             * @example 300
+             */
+            toleranceSeconds?: number;
         };
         /** @description What senders get back (default 200 `{"ok":true,"requestId":…}`). */
         RouteResponse: {
@@ -257,6 +396,14 @@ export interface components {
              * @example {"received":true}
              */
             body?: string;
+            /**
+             * @description Wait this long after storing a capture before answering the sender (timeouts, slow
+             *     receivers). At most `WEBHOOK_DELAY_CONCURRENCY` (default 20) delayed answers per route are
+             *     pending at once on a server; a request beyond that is answered 429 with `Retry-After` at
+             *     once and not recorded.
+             * @example 0
+             */
+            delayMs?: number;
         };
         Route: {
             /**
@@ -385,6 +532,13 @@ export interface components {
              */
             truncated: boolean;
             /**
+             * @description True in a list item (a page, an event) whose body is larger than the list's inline bound:
+             *     `bodyBase64` is then empty and `body`, `json`, `form` and `multipart` null; fetch
+             *     `links.self` or `links.raw` for them. Always false for a single capture.
+             * @example false
+             */
+            bodyOmitted: boolean;
+            /**
              * Format: byte
              * @description The stored body bytes, base64.
              * @example eyJldmVudCI6InB1c2gifQ==
@@ -415,6 +569,32 @@ export interface components {
                 [key: string]: string[];
             } | null;
             /**
+             * @description For `multipart/form-data` bodies (complete, not truncated), each part in order: at most
+             *     100 parts; `text` is the part as text when it is valid UTF-8 and at most 64 KiB, else
+             *     null. Null for any other body.
+             * @example null
+             */
+            multipart: components["schemas"]["MultipartPart"][] | null;
+            /**
+             * @description The signature check of a route created with `verify`; null on a route without one.
+             * @example null
+             */
+            signature: {
+                /**
+                 * @example github
+                 * @enum {string}
+                 */
+                scheme: "standard-webhooks" | "stripe" | "github" | "hmac-sha256";
+                /** @example true */
+                valid: boolean;
+                /**
+                 * @description Null when valid; else why not.
+                 * @example null
+                 * @enum {string|null}
+                 */
+                reason: "no_signature_header" | "malformed_header" | "timestamp_outside_tolerance" | "no_signature_matches" | null;
+            } | null;
+            /**
              * @description The peer address of the connection.
              * @example 127.0.0.1
              */
@@ -424,6 +604,60 @@ export interface components {
              * @example 1.1
              */
             httpVersion: string;
+            /** @description Where the full capture, its raw body and its exports are (paths on this server). */
+            links: {
+                /** @example /inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11 */
+                self: string;
+                /** @example /inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/raw */
+                raw: string;
+                /** @example /inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/har */
+                har: string;
+                /** @example /inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/curl */
+                curl: string;
+            };
+        };
+        MultipartPart: {
+            /**
+             * @description The field name.
+             * @example avatar
+             */
+            name: string;
+            /**
+             * @description The file name of a file part, else null.
+             * @example me.png
+             */
+            filename: string | null;
+            /**
+             * @description The part's Content-Type (text/plain when none was given).
+             * @example image/png
+             */
+            contentType: string;
+            /**
+             * @description The part's bytes.
+             * @example 2048
+             */
+            size: number;
+            /**
+             * @description The part as text when it is valid UTF-8 and small, else null.
+             * @example null
+             */
+            text: string | null;
+        };
+        /** @description An HTTP Archive 1.2 document (http://www.softwareishard.com/blog/har-12-spec/); the request side of each entry is the capture, the response side is empty. */
+        Har: {
+            log: {
+                /** @example 1.2 */
+                version: string;
+                creator: {
+                    /** @example webhook-inspector */
+                    name: string;
+                    /** @example 1.0.0 */
+                    version: string;
+                };
+                entries: {
+                    [key: string]: unknown;
+                }[];
+            };
         };
         CaptureAck: {
             /** @example true */
@@ -559,6 +793,28 @@ export interface components {
          */
         RouteId: string;
         /**
+         * @description Captures per page (a page may hold fewer when it reaches its byte bound).
+         * @example 50
+         */
+        Limit: number;
+        /**
+         * @description The `next` cursor of the previous page; only captures older than it are listed.
+         * @example 1042
+         */
+        Before: string;
+        /**
+         * @description Only captures containing this text (case-insensitive) in their path, query, a header value or
+         *     their body (ASCII letters match in any case in a body; other bytes exactly). At most the
+         *     route's `WEBHOOK_MAX_REQUESTS` captures are scanned.
+         * @example push
+         */
+        Search: string;
+        /**
+         * @description Only captures with this method (case-insensitive).
+         * @example POST
+         */
+        MethodFilter: string;
+        /**
          * @description A captured request's id.
          * @example 3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11
          */
@@ -653,15 +909,27 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Captures per page.
+                 * @description Captures per page (a page may hold fewer when it reaches its byte bound).
                  * @example 50
                  */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /**
                  * @description The `next` cursor of the previous page; only captures older than it are listed.
                  * @example 1042
                  */
-                before?: string;
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Only captures containing this text (case-insensitive) in their path, query, a header value or
+                 *     their body (ASCII letters match in any case in a body; other bytes exactly). At most the
+                 *     route's `WEBHOOK_MAX_REQUESTS` captures are scanned.
+                 * @example push
+                 */
+                q?: components["parameters"]["Search"];
+                /**
+                 * @description Only captures with this method (case-insensitive).
+                 * @example POST
+                 */
+                method?: components["parameters"]["MethodFilter"];
             };
             header?: never;
             path: {
@@ -721,14 +989,27 @@ export interface operations {
                      *           "contentType": "application/json",
                      *           "size": 16,
                      *           "truncated": false,
+                     *           "bodyOmitted": false,
                      *           "bodyBase64": "eyJldmVudCI6InB1c2gifQ==",
                      *           "body": "{\"event\":\"push\"}",
                      *           "json": {
                      *             "event": "push"
                      *           },
                      *           "form": null,
+                     *           "multipart": null,
+                     *           "signature": {
+                     *             "scheme": "github",
+                     *             "valid": true,
+                     *             "reason": null
+                     *           },
                      *           "remoteAddress": "127.0.0.1",
-                     *           "httpVersion": "1.1"
+                     *           "httpVersion": "1.1",
+                     *           "links": {
+                     *             "self": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11",
+                     *             "raw": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/raw",
+                     *             "har": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/har",
+                     *             "curl": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/curl"
+                     *           }
                      *         }
                      *       ],
                      *       "next": null
@@ -782,6 +1063,74 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    exportRouteHar: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Captures per page (a page may hold fewer when it reaches its byte bound).
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description The `next` cursor of the previous page; only captures older than it are listed.
+                 * @example 1042
+                 */
+                before?: components["parameters"]["Before"];
+                /**
+                 * @description Only captures containing this text (case-insensitive) in their path, query, a header value or
+                 *     their body (ASCII letters match in any case in a body; other bytes exactly). At most the
+                 *     route's `WEBHOOK_MAX_REQUESTS` captures are scanned.
+                 * @example push
+                 */
+                q?: components["parameters"]["Search"];
+                /**
+                 * @description Only captures with this method (case-insensitive).
+                 * @example POST
+                 */
+                method?: components["parameters"]["MethodFilter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The HAR document. */
+            200: {
+                headers: {
+                    /**
+                     * @description `attachment; filename="<routeId>.har"`.
+                     * @example attachment; filename="0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90.har"
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "log": {
+                     *         "version": "1.2",
+                     *         "creator": {
+                     *           "name": "webhook-inspector",
+                     *           "version": "1.0.0"
+                     *         },
+                     *         "entries": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Har"];
+                };
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
@@ -848,14 +1197,27 @@ export interface operations {
                      *       "contentType": "application/json",
                      *       "size": 16,
                      *       "truncated": false,
+                     *       "bodyOmitted": false,
                      *       "bodyBase64": "eyJldmVudCI6InB1c2gifQ==",
                      *       "body": "{\"event\":\"push\"}",
                      *       "json": {
                      *         "event": "push"
                      *       },
                      *       "form": null,
+                     *       "multipart": null,
+                     *       "signature": {
+                     *         "scheme": "github",
+                     *         "valid": true,
+                     *         "reason": null
+                     *       },
                      *       "remoteAddress": "127.0.0.1",
-                     *       "httpVersion": "1.1"
+                     *       "httpVersion": "1.1",
+                     *       "links": {
+                     *         "self": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11",
+                     *         "raw": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/raw",
+                     *         "har": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/har",
+                     *         "curl": "/inspect/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/requests/3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11/curl"
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["CapturedRequest"];
@@ -898,7 +1260,13 @@ export interface operations {
     };
     getCapturedRequestBody: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description 1 to display a safe type (raster image, plain text, JSON) in the browser instead of downloading it.
+                 * @example 0
+                 */
+                inline?: 0 | 1;
+            };
             header?: never;
             path: {
                 /**
@@ -919,11 +1287,159 @@ export interface operations {
             /** @description The body bytes. */
             200: {
                 headers: {
+                    /**
+                     * @description `attachment; filename="<requestId>"`, or `inline` for a safe type with `inline=1`.
+                     * @example attachment; filename="3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11"
+                     */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example hello */
                     "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getCapturedRequestHar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+                /**
+                 * @description A captured request's id.
+                 * @example 3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11
+                 */
+                requestId: components["parameters"]["RequestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The HAR document. */
+            200: {
+                headers: {
+                    /**
+                     * @description `attachment; filename="<requestId>.har"`.
+                     * @example attachment; filename="3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11.har"
+                     */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "log": {
+                     *         "version": "1.2",
+                     *         "creator": {
+                     *           "name": "webhook-inspector",
+                     *           "version": "1.0.0"
+                     *         },
+                     *         "entries": [
+                     *           {
+                     *             "startedDateTime": "2026-11-22T17:01:02.345Z",
+                     *             "time": 0,
+                     *             "request": {
+                     *               "method": "POST",
+                     *               "url": "http://localhost:8080/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90/github?a=1",
+                     *               "httpVersion": "HTTP/1.1",
+                     *               "cookies": [],
+                     *               "headers": [
+                     *                 {
+                     *                   "name": "Content-Type",
+                     *                   "value": "application/json"
+                     *                 }
+                     *               ],
+                     *               "queryString": [
+                     *                 {
+                     *                   "name": "a",
+                     *                   "value": "1"
+                     *                 }
+                     *               ],
+                     *               "postData": {
+                     *                 "mimeType": "application/json",
+                     *                 "text": "{\"event\":\"push\"}"
+                     *               },
+                     *               "headersSize": -1,
+                     *               "bodySize": 16
+                     *             },
+                     *             "response": {
+                     *               "status": 0,
+                     *               "statusText": "",
+                     *               "httpVersion": "",
+                     *               "cookies": [],
+                     *               "headers": [],
+                     *               "content": {
+                     *                 "size": 0,
+                     *                 "mimeType": "x-unknown"
+                     *               },
+                     *               "redirectURL": "",
+                     *               "headersSize": -1,
+                     *               "bodySize": -1
+                     *             },
+                     *             "cache": {},
+                     *             "timings": {
+                     *               "send": 0,
+                     *               "wait": 0,
+                     *               "receive": 0
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Har"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getCapturedRequestCurl: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Where the command sends the request (an absolute http or https URL); the capture's sub-path and query are appended.
+                 * @example http://localhost:3000/hook
+                 */
+                url?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The route's id (a random UUID v4, from `POST /routes`).
+                 * @example 0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90
+                 */
+                routeId: components["parameters"]["RouteId"];
+                /**
+                 * @description A captured request's id.
+                 * @example 3d0c5d0e-8f43-4b7e-a4cc-1f0e2d6b9a11
+                 */
+                requestId: components["parameters"]["RequestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example curl --silent --show-error -X POST 'http://localhost:3000/hook/github' -H 'Content-Type: application/json' --data-binary @- <<'CFS_BODY'
+                     *     {"event":"push"}
+                     *     CFS_BODY
+                     */
+                    "text/plain": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -13,6 +13,7 @@ import { iamCommands } from './iam.js';
 import { describeError, EXIT, exitCodeOf, print, UsageError } from './output.js';
 import { profileCommands } from './profile.js';
 import { resourceCommands } from './resources.js';
+import { webhooksCommand } from './webhooks.js';
 
 /**
  * Every command. To add a command group, write it in its own file as a `Command[]` (command.ts has
@@ -23,6 +24,7 @@ const COMMANDS: Command[] = [
   ...iamCommands,
   ...profileCommands,
   ...resourceCommands().filter((generated) => !iamCommands.some((handWritten) => handWritten.words.join(' ') === generated.words.join(' '))),
+  ...webhookCommands(),
   {
     words: ['completion'],
     args: 'bash|zsh',
@@ -37,6 +39,41 @@ const COMMANDS: Command[] = [
     },
   },
 ];
+
+/**
+ * `cfs webhooks listen|replay` (src/cli/webhooks.ts): the webhook inspector's client side. The server
+ * comes from the session (--server, the profile, CFS_SERVER) like every other command's.
+ */
+function webhookCommands(): Command[] {
+  const server = (session: { server: string }) => ['--server', session.server];
+  return [
+    {
+      words: ['webhooks', 'listen'],
+      args: '<route id or URL>',
+      summary: 'Forwards every capture of a webhook route to a local URL, in order, resuming from the last one after a disconnect.',
+      options: {
+        'forward-to': { type: 'string', placeholder: 'URL', describe: 'where to send each capture (the route sub-path is appended)' },
+        since: { type: 'string', placeholder: 'CAPTURE-ID', describe: 'start after this capture instead of now' },
+      },
+      run: ({ values, positionals, session }) =>
+        webhooksCommand([
+          'listen',
+          ...positionals,
+          ...server(session),
+          ...(typeof values['forward-to'] === 'string' ? ['--forward-to', values['forward-to']] : []),
+          ...(typeof values.since === 'string' ? ['--since', values.since] : []),
+        ]),
+    },
+    {
+      words: ['webhooks', 'replay'],
+      args: '<route id or URL> <capture id>',
+      summary: 'Sends one captured request again to a URL, byte for byte.',
+      options: { to: { type: 'string', placeholder: 'URL', describe: 'where to send the capture' } },
+      run: ({ values, positionals, session }) =>
+        webhooksCommand(['replay', ...positionals, ...server(session), ...(typeof values.to === 'string' ? ['--to', values.to] : [])]),
+    },
+  ];
+}
 
 /** Global options that take a value: skipped while looking for the command words. */
 const VALUE_OPTIONS = new Set(Object.entries(GLOBAL_OPTIONS).flatMap(([name, option]) => (option.type === 'string' ? [`--${name}`] : [])));

@@ -17,7 +17,7 @@ export const CAPTURE_PATH = /^\/([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0
  * route's response only after the capture is committed (group commit in WebhookService).
  */
 export function createCaptureHandler(webhooks: WebhookService, maxBody: number, onError: (error: unknown, requestId: string) => void) {
-  return async function handleCapture(req: NodeRequest, res: NodeResponse, requestId: string, routeId: string): Promise<string> {
+  async function handleCapture(req: NodeRequest, res: NodeResponse, requestId: string, routeId: string): Promise<string> {
     const receivedAt = new Date();
     let route: RouteRow | null;
     const found = webhooks.routeForCapture(routeId);
@@ -35,6 +35,25 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       reply(res, req.method, renderProblemDetails(new AppError('not_found', NO_SUCH_ROUTE)));
       return '/{routeId}';
     }
+    // A delayed answer holds the sender's socket: bounded per route, and refused (not recorded) beyond.
+    const releaseDelay = route.delayMs > 0 ? webhooks.takeDelaySlot(route.id) : undefined;
+    if (releaseDelay === null) {
+      req.resume();
+      reply(
+        res,
+        req.method,
+        renderProblemDetails(new AppError('resource_exhausted', TOO_MANY_DELAYED, { retryAfterSeconds: Math.ceil(route.delayMs / 1000) })),
+      );
+      return '/{routeId}';
+    }
+    try {
+      return await captureAndAnswer(req, res, requestId, route, receivedAt);
+    } finally {
+      releaseDelay?.();
+    }
+  }
+
+  async function captureAndAnswer(req: NodeRequest, res: NodeResponse, requestId: string, route: RouteRow, receivedAt: Date): Promise<string> {
     const body = await readCapped(req, maxBody);
     if (!body) return '/{routeId}'; // the client went away before the body was complete
     const record = captureWebhookRequest({
@@ -50,12 +69,13 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
     });
     let outcome;
     try {
-      outcome = await webhooks.capture(record);
+      outcome = await webhooks.capture(record, route);
     } catch (error) {
       onError(error, requestId);
       reply(res, req.method, tryAgainLater(error));
       return '/{routeId}';
     }
+    if (outcome === 'stored' && route.delayMs > 0) await delay(route.delayMs, res);
     if (outcome === 'route_gone') {
       reply(res, req.method, renderProblemDetails(new AppError('not_found', NO_SUCH_ROUTE)));
     } else if (route.response) {
@@ -67,7 +87,24 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       reply(res, req.method, { status: 200, body: { ok: true, requestId: record.id } });
     }
     return '/{routeId}';
-  };
+  }
+
+  return handleCapture;
+}
+
+const TOO_MANY_DELAYED = 'Too many delayed answers pending on this route; try again later.';
+
+/** Waits `ms`, or less when the sender hangs up (its slot is then free at once). */
+function delay(ms: number, res: NodeResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.once('close', done);
+  });
 }
 
 /** The store could not take the capture (or find its route): not acknowledged, the sender may retry (later when its disk is full). */

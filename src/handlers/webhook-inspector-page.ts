@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { describeCapturedRequest } from '../engines/webhook-capture/index.js';
 import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
@@ -27,10 +26,12 @@ const PAGE_HEADERS = {
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/inspect-assets/inspector.js': { file: 'inspector.js', type: 'text/javascript; charset=utf-8' },
   '/inspect-assets/inspector.css': { file: 'inspector.css', type: 'text/css; charset=utf-8' },
+  // Named by the page, so a browser does not ask for /favicon.ico (a 404 in its console).
+  '/inspect-assets/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
 };
 
-/** Replayed on reconnect (Last-Event-ID) at most; older captures are on the JSON pages. */
-const REPLAY_LIMIT = 100;
+/** Captures read per query while a reconnecting stream (Last-Event-ID) catches up. */
+const REPLAY_CHUNK = 100;
 const HEARTBEAT_MS = 15_000;
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -93,6 +94,9 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
         `<header><h1>Webhook inspector</h1>
 <p>Send any request to <code id="capture-url"></code> <button type="button" id="copy-url">Copy</button></p>
 <p class="meta">Expires <time id="expires-at" datetime="${route.expiresAt.toISOString()}">${route.expiresAt.toISOString()}</time> · <span id="live-status">connecting…</span> · <button type="button" id="delete-route">Delete route</button></p></header>
+<form id="search" role="search"><input type="search" id="search-q" name="q" maxlength="200" placeholder="Search path, query, headers, body" aria-label="Search captures">
+<select id="search-method" name="method" aria-label="Method"><option value="">any method</option><option>GET</option><option>POST</option><option>PUT</option><option>PATCH</option><option>DELETE</option><option>OPTIONS</option><option>HEAD</option></select>
+<button type="submit">Search</button> <button type="button" id="search-clear" hidden>Clear</button> <a id="download-har" href="/inspect/${route.id}/export.har" download>Download HAR</a> <span id="search-status" class="meta"></span></form>
 <main><p id="empty">No requests yet. Try: <code id="curl-example"></code></p><ol id="requests" reversed></ol><button type="button" id="load-more" hidden>Load older requests</button></main>`,
         route.id,
       );
@@ -117,11 +121,17 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       // The highest seq shown (or started after): where a catch-up after missed notifications resumes.
       let cursor: number | undefined;
       let backlog: StoredCapture[] | undefined = [];
+      // Views are built asynchronously (multipart parsing); events still go out in capture order.
+      let writing = Promise.resolve();
       const send = (capture: StoredCapture) => {
         if (sent.has(capture.seq)) return;
         sent.add(capture.seq);
         cursor = Math.max(cursor ?? 0, capture.seq);
-        out.write(`id: ${capture.seq}\ndata: ${JSON.stringify(describeCapturedRequest(capture))}\n\n`);
+        const view = webhooks.view(capture);
+        writing = writing.then(async () => {
+          const event = `id: ${capture.seq}\ndata: ${JSON.stringify(await view)}\n\n`;
+          if (!ended) out.write(event);
+        });
       };
       let ended = false;
       let heartbeat: NodeJS.Timeout | undefined;
@@ -147,7 +157,7 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       let replay: StoredCapture[] = [];
       try {
         if (Number.isSafeInteger(lastEventId) && lastEventId >= 0) {
-          replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_LIMIT);
+          replay = await webhooks.capturesAfter(route.id, lastEventId, REPLAY_CHUNK);
           cursor = lastEventId;
         } else {
           cursor = await webhooks.lastSeq(route.id);
@@ -165,9 +175,24 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
         return;
       }
       out.writeHead(200, STREAM_HEADERS);
-      out.write('retry: 2000\n: connected\n\n');
+      // The `id:` without data sets the client's last event id to where this stream starts, so a
+      // client that reconnects before any capture still resumes from here (nothing in between lost).
+      out.write(`retry: 2000\nid: ${cursor}\n: connected\n\n`);
       heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS);
-      for (const capture of replay) send(capture);
+      // Catch up on everything since Last-Event-ID, a chunk at a time (a route keeps at most
+      // WEBHOOK_MAX_REQUESTS captures); each chunk is written before the next is read.
+      for (let chunk = replay; ;) {
+        for (const capture of chunk) send(capture);
+        const last = chunk[chunk.length - 1];
+        if (chunk.length < REPLAY_CHUNK || !last || ended) break;
+        await writing;
+        try {
+          chunk = await webhooks.capturesAfter(route.id, last.seq, REPLAY_CHUNK);
+        } catch (error) {
+          end();
+          throw error;
+        }
+      }
       const pending = backlog;
       backlog = undefined;
       for (const capture of pending) send(capture);
@@ -189,6 +214,7 @@ function shell(title: string, content: string, routeId?: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${title}</title>
+<link rel="icon" href="/inspect-assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/inspect-assets/inspector.css">
 <script src="/inspect-assets/inspector.js" defer></script>
 </head>

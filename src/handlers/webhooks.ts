@@ -15,7 +15,26 @@ export function baseUrlOf(config: Config, headers: NodeRequest['headers']): stri
 }
 
 /** The operations the contract engine serves; capture, the page and the event stream are served by the module itself. */
-type JsonOperation = 'createRoute' | 'inspectRoute' | 'deleteRoute' | 'getCapturedRequest' | 'getCapturedRequestBody' | 'deleteCapturedRequest';
+type JsonOperation =
+  | 'createRoute'
+  | 'inspectRoute'
+  | 'exportRouteHar'
+  | 'deleteRoute'
+  | 'getCapturedRequest'
+  | 'getCapturedRequestBody'
+  | 'getCapturedRequestHar'
+  | 'getCapturedRequestCurl'
+  | 'deleteCapturedRequest';
+
+/**
+ * Types `/raw` may show inline with `?inline=1`: ones a browser only displays (raster images, plain
+ * text, JSON). Everything else (HTML, SVG, XML, XHTML, PDF, unknown) is always an attachment, so a
+ * captured document can never render on this origin (docs/webhooks.md).
+ */
+const INLINE_SAFE_TYPE = /^(image\/(png|jpeg|gif|webp|avif|bmp)|text\/plain|application\/json)\s*(;|$)/i;
+
+/** Captured bytes are attacker-chosen: never let them run as a page of this origin. */
+const RAW_GUARD_HEADERS = { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
 
 /** Handlers of the JSON operations of `contracts/openapi/webhooks.yaml`, keyed by operationId. */
 export function webhookApiHandlers(webhooks: WebhookService, config: Config): RestHandlers<Pick<operations, JsonOperation>> {
@@ -26,9 +45,26 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
     }),
     inspectRoute: async (call) => ({
       status: 200,
-      body: await webhooks.inspect(call.params.routeId, call.query.limit ?? 50, call.query.before),
+      body: await webhooks.inspect(call.params.routeId, {
+        limit: call.query.limit ?? 50,
+        before: call.query.before,
+        q: call.query.q,
+        method: call.query.method,
+      }),
       headers: { 'cache-control': 'no-store' },
     }),
+    exportRouteHar: async (call) => {
+      const query = { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method };
+      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers));
+      const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.routeId}.har"` };
+      if (next !== null) {
+        const params = new URLSearchParams({ limit: String(query.limit), before: next });
+        if (query.q !== undefined) params.set('q', query.q);
+        if (query.method !== undefined) params.set('method', query.method);
+        headers.link = `</inspect/${call.params.routeId}/export.har?${params}>; rel="next"`;
+      }
+      return { status: 200, body: har, headers };
+    },
     deleteRoute: async (call) => {
       await webhooks.deleteRoute(call.params.routeId);
       return { status: 204 };
@@ -40,14 +76,26 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
     }),
     getCapturedRequestBody: async (call) => {
       const capture = await webhooks.getCapture(call.params.routeId, call.params.requestId);
+      const contentType = capture.contentType ?? 'application/octet-stream';
+      const inline = call.query.inline === 1 && INLINE_SAFE_TYPE.test(contentType);
       return {
         status: 200,
         body: capture.body,
-        contentType: capture.contentType ?? 'application/octet-stream',
-        // Captured bytes are attacker-chosen: never let them run as a page of this origin.
-        headers: { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' },
+        contentType,
+        headers: { ...RAW_GUARD_HEADERS, 'content-disposition': inline ? 'inline' : `attachment; filename="${capture.id}"` },
       };
     },
+    getCapturedRequestHar: async (call) => ({
+      status: 200,
+      body: await webhooks.captureHar(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers)),
+      headers: { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.requestId.toLowerCase()}.har"` },
+    }),
+    getCapturedRequestCurl: async (call) => ({
+      status: 200,
+      body: Buffer.from(await webhooks.captureCurl(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers), call.query.url)),
+      contentType: 'text/plain; charset=utf-8',
+      headers: { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
+    }),
     deleteCapturedRequest: async (call) => {
       await webhooks.deleteCapture(call.params.routeId, call.params.requestId);
       return { status: 204 };

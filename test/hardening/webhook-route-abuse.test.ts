@@ -54,6 +54,8 @@ describe('the route cache is bounded by bytes', () => {
     createdAt: new Date(0),
     expiresAt: new Date(Date.now() + 60_000),
     response: { status: 200, headers: { 'x-pad': 'p'.repeat(4000) }, body: 'b'.repeat(60_000) },
+    delayMs: 0,
+    verify: null,
   });
 
   test('routes with large responses are dropped least recently used first, within the byte budget', () => {

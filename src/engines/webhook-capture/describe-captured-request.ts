@@ -3,14 +3,25 @@ import type { components } from '../../../generated/openapi/webhooks.js';
 import type { CapturedRecord } from './capture-request.js';
 
 export type CapturedRequestView = components['schemas']['CapturedRequest'];
+type MultipartPart = components['schemas']['MultipartPart'];
+
+/** What is derived elsewhere: whether a list left the body out, its signature check and multipart parts. */
+export interface CaptureExtras {
+  bodyOmitted?: boolean;
+  signature?: CapturedRequestView['signature'];
+  multipart?: MultipartPart[] | null;
+}
 
 /**
  * The JSON view of a stored capture (contracts/openapi/webhooks.yaml): body as base64 always, as text when it is valid
  * UTF-8, parsed as JSON when it is JSON and complete, parsed as a form for urlencoded bodies.
  * Derived when read rather than stored, so capture stays cheap and the rules can improve later.
+ * A body a list left out (`bodyOmitted`) shows as empty with null views; `links` lead to it.
  */
-export function describeCapturedRequest(record: CapturedRecord): CapturedRequestView {
-  const text = isUtf8(record.body) ? record.body.toString('utf8') : null;
+export function describeCapturedRequest(record: CapturedRecord, extras: CaptureExtras = {}): CapturedRequestView {
+  const bodyOmitted = extras.bodyOmitted ?? false;
+  const text = !bodyOmitted && isUtf8(record.body) ? record.body.toString('utf8') : null;
+  const self = `/inspect/${record.routeId}/requests/${record.id}`;
   return {
     id: record.id,
     routeId: record.routeId,
@@ -23,12 +34,16 @@ export function describeCapturedRequest(record: CapturedRecord): CapturedRequest
     contentType: record.contentType,
     size: record.size,
     truncated: record.truncated,
-    bodyBase64: record.body.toString('base64'),
+    bodyOmitted,
+    bodyBase64: bodyOmitted ? '' : record.body.toString('base64'),
     body: text,
     json: text === null || record.truncated ? null : parseJsonBody(text, record.contentType),
     form: text !== null && isFormContentType(record.contentType) ? parseUrlEncoded(text) : null,
+    multipart: extras.multipart ?? null,
+    signature: extras.signature ?? null,
     remoteAddress: record.remoteAddress,
     httpVersion: record.httpVersion,
+    links: { self, raw: `${self}/raw`, har: `${self}/har`, curl: `${self}/curl` },
   };
 }
 

@@ -1,19 +1,33 @@
 import type { WebhookRepository } from '../../store/repositories/webhook-repository.js';
 
+export interface SweeperOptions {
+  /** Expired routes taken per round (default 100). */
+  batch?: number;
+  /** Captures deleted per statement (default 500). */
+  chunk?: number;
+}
+
 /**
- * Deletes expired routes and their captures every `intervalMs`. Each process runs one; routes are
- * claimed with `FOR UPDATE SKIP LOCKED`, so processes sweeping at the same moment split the work.
+ * Deletes expired routes and their captures every `intervalMs`. Captures go first, in chunks of at
+ * most `chunk` rows per statement (each its own short transaction), so a backlog of millions never
+ * becomes one long transaction holding locks; the routes, then empty, go last. Each process runs
+ * one; rows and routes are claimed with `SKIP LOCKED`, so processes sweeping at once split the work.
  */
 export class WebhookSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
+  private readonly batch: number;
+  private readonly chunk: number;
 
   constructor(
     private readonly repository: WebhookRepository,
     private readonly intervalMs: number,
     private readonly onError: (error: unknown) => void = () => undefined,
-    private readonly batch = 100,
-  ) {}
+    options: SweeperOptions = {},
+  ) {
+    this.batch = options.batch ?? 100;
+    this.chunk = options.chunk ?? 500;
+  }
 
   start(): void {
     this.timer = setInterval(() => {
@@ -33,9 +47,15 @@ export class WebhookSweeper {
     this.running ??= (async () => {
       let total = 0;
       for (;;) {
-        const ids = await this.repository.sweepExpired(this.batch);
-        total += ids.length;
-        if (ids.length < this.batch) return total;
+        const expired = await this.repository.expiredRoutes(this.batch);
+        if (expired.length === 0) return total;
+        while ((await this.repository.deleteExpiredCaptures(expired, this.chunk)) === this.chunk) {
+          // another full chunk may be left
+        }
+        const deleted = await this.repository.deleteExpiredRoutes(expired);
+        total += deleted.length;
+        // Routes another sweeper holds are its work; stop rather than spin on them.
+        if (deleted.length === 0 || expired.length < this.batch) return total;
       }
     })().finally(() => {
       this.running = undefined;

@@ -3,14 +3,32 @@ import type { Knex } from 'knex';
 import type { components } from '../../../generated/openapi/webhooks.js';
 import type { Config } from '../../config.js';
 import { AppError, type Violation } from '../../errors.js';
-import { describeCapturedRequest, type CapturedRecord, type CapturedRequestView } from '../../engines/webhook-capture/index.js';
+import {
+  describeCapturedRequest,
+  harDocument,
+  parseMultipart,
+  replayUrl,
+  toCurlCommand,
+  toHarEntry,
+  type CapturedRecord,
+  type CapturedRequestView,
+} from '../../engines/webhook-capture/index.js';
+import { DEFAULT_HMAC_HEADER, DEFAULT_TOLERANCE_SECONDS, verifySignature } from '../../engines/webhook-signature/index.js';
 import type { Database } from '../../store/database.js';
 import { decodeWebhookEvent, WEBHOOK_CHANNEL } from '../../store/repositories/webhook-events.js';
-import { WebhookRepository, type RouteResponseConfig, type RouteRow, type StoredCapture } from '../../store/repositories/webhook-repository.js';
+import {
+  WebhookRepository,
+  type CaptureQuery,
+  type RouteResponseConfig,
+  type RouteRow,
+  type RouteVerifyConfig,
+  type StoredCapture,
+} from '../../store/repositories/webhook-repository.js';
 import { CaptureWriter, type CaptureOutcome } from './capture-writer.js';
 import { LiveFeed, type FeedSubscriber } from './live-feed.js';
 import { RouteCache } from './route-cache.js';
 import { RouteCreationLimit } from './route-limit.js';
+import { DelaySlots } from './delay-slots.js';
 import { WebhookSweeper } from './sweeper.js';
 
 export type { RouteRow, StoredCapture };
@@ -20,9 +38,20 @@ export type WebhookWorker = 'webhook-writer' | 'webhook-feed' | 'webhook-sweeper
 type CreateRouteRequest = components['schemas']['CreateRouteRequest'];
 type Route = components['schemas']['Route'];
 type Inspection = components['schemas']['Inspection'];
+type Har = components['schemas']['Har'];
+
+/** What a list asks for: the page size and cursor of the contract, and the search filters. */
+export interface InspectQuery {
+  limit: number;
+  before?: string | undefined;
+  q?: string | undefined;
+  method?: string | undefined;
+}
 
 /** Routes live at most 30 days (docs/webhooks.md, contracts/openapi/webhooks.yaml). */
 const MAX_TTL_SECONDS = 30 * 24 * 3600;
+/** A route's answer waits at most 30 s (contracts/openapi/webhooks.yaml, RouteResponse.delayMs). */
+const MAX_DELAY_MS = 30_000;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
@@ -57,6 +86,7 @@ export class WebhookService {
   private readonly feed: LiveFeed;
   private readonly sweeper: WebhookSweeper;
   private readonly creations: RouteCreationLimit;
+  private readonly delays: DelaySlots;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
@@ -64,7 +94,8 @@ export class WebhookService {
     private readonly config: Config,
     onError: (error: unknown, worker: WebhookWorker) => void = () => undefined,
   ) {
-    this.repository = new WebhookRepository(knex);
+    this.repository = new WebhookRepository(knex, config.webhookListBodyBytes);
+    this.delays = new DelaySlots(config.webhookDelayConcurrency);
     this.routes = new RouteCache((id) => this.repository.findLiveRoute(id), undefined, undefined, undefined, config.webhookRouteCacheBytes);
     this.creations = new RouteCreationLimit(knex, { maxPerWindow: config.webhookRouteLimit, windowSeconds: config.webhookRouteWindowSeconds });
     this.writer = new CaptureWriter({
@@ -83,7 +114,9 @@ export class WebhookService {
       onRouteGone: (routeId) => this.routes.invalidate(routeId),
       onError: (error) => onError(error, 'webhook-feed'),
     });
-    this.sweeper = new WebhookSweeper(this.repository, config.webhookSweepIntervalSeconds * 1000, (error) => onError(error, 'webhook-sweeper'));
+    this.sweeper = new WebhookSweeper(this.repository, config.webhookSweepIntervalSeconds * 1000, (error) => onError(error, 'webhook-sweeper'), {
+      chunk: config.webhookSweepChunk,
+    });
   }
 
   /**
@@ -138,10 +171,16 @@ export class WebhookService {
     if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) {
       throw invalid([{ field: 'ttlSeconds', message: `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}` }]);
     }
-    const response = input?.response ? checkedResponse(input.response) : null;
+    const violations: Violation[] = [];
+    const response = input?.response ? checkedResponse(input.response, violations) : null;
+    const delayMs = input?.response?.delayMs ?? 0;
+    if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS)
+      violations.push({ field: 'response.delayMs', message: `must be from 0 to ${MAX_DELAY_MS}` });
+    const verify = input?.verify ? checkedVerify(input.verify, violations) : null;
+    if (violations.length > 0) throw invalid(violations);
     const giveBack = await this.creations.take(clientAddress);
     const createdAt = new Date();
-    const route: RouteRow = { id: randomUUID(), createdAt, expiresAt: new Date(createdAt.getTime() + ttlSeconds * 1000), response };
+    const route: RouteRow = { id: randomUUID(), createdAt, expiresAt: new Date(createdAt.getTime() + ttlSeconds * 1000), response, delayMs, verify };
     try {
       await this.repository.insertRoute(route);
     } catch (error) {
@@ -181,26 +220,92 @@ export class WebhookService {
     return this.repository.lastSeq(routeId);
   }
 
-  /** Stores a capture; resolves once it is committed. */
-  capture(record: CapturedRecord): Promise<CaptureOutcome> {
+  /**
+   * Stores a capture (with its signature check when the route verifies signatures); resolves once
+   * it is committed.
+   */
+  capture(record: CapturedRecord, route: RouteRow): Promise<CaptureOutcome> {
+    if (route.verify) record.signature = verifySignature(route.verify, record);
     return this.writer.write(record);
   }
 
-  /** One page of captures, newest first; `next` is the cursor for the older page, or null. */
-  async inspect(routeId: string, limit: number, before: string | undefined): Promise<Inspection> {
+  /**
+   * A slot for a delayed answer on this route, or null when the route already has
+   * WEBHOOK_DELAY_CONCURRENCY delayed answers pending here (the sender then gets 429).
+   */
+  takeDelaySlot(routeId: string): (() => void) | null {
+    return this.delays.take(routeId);
+  }
+
+  /**
+   * One page of captures, newest first, filtered by `q` and `method`; bounded in rows and in bytes
+   * (WEBHOOK_PAGE_BYTES; large bodies left out). `next` is the cursor for the older page, or null.
+   */
+  async inspect(routeId: string, query: InspectQuery): Promise<Inspection> {
     const route = await this.freshRoute(routeId);
-    const beforeSeq = before === undefined ? undefined : Number(before);
-    if (beforeSeq !== undefined && !Number.isSafeInteger(beforeSeq)) throw invalid([{ field: 'before', message: 'is not a cursor from this API' }]);
-    const rows = await this.repository.listCaptures(route.id, limit + 1, beforeSeq);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const { items, more } = await this.repository.listCaptures(route.id, this.captureQuery(query));
+    // The repository bounded what was read by an estimate; the page is cut on the exact JSON size
+    // (a body of quotes or control characters grows up to 6× as JSON text).
+    const views: CapturedRequestView[] = [];
+    let bytes = 256;
+    let cut = false;
+    for (const capture of items) {
+      const view = await this.view(capture);
+      const size = Buffer.byteLength(JSON.stringify(view)) + 1;
+      if (views.length > 0 && bytes + size > this.config.webhookPageBytes) {
+        cut = true;
+        break;
+      }
+      views.push(view);
+      bytes += size;
+    }
+    const last = items[views.length - 1];
     return {
       routeId: route.id,
       createdAt: route.createdAt.toISOString(),
       expiresAt: route.expiresAt.toISOString(),
-      items: page.map(describeCapturedRequest),
-      next: rows.length > limit && last ? String(last.seq) : null,
+      items: views,
+      next: (more || cut) && last ? String(last.seq) : null,
     };
+  }
+
+  /** A page of captures (as `inspect`) as a HAR 1.2 document, and the cursor of the next page. */
+  async exportHar(routeId: string, query: InspectQuery, origin: string): Promise<{ har: Har; next: string | null }> {
+    const route = await this.freshRoute(routeId);
+    const { items, more } = await this.repository.listCaptures(route.id, this.captureQuery(query));
+    const last = items[items.length - 1];
+    return { har: harDocument(items.map((capture) => toHarEntry(capture, origin, capture.bodyOmitted))), next: more && last ? String(last.seq) : null };
+  }
+
+  /** One capture as a HAR 1.2 document with one entry. */
+  async captureHar(routeId: string, requestId: string, origin: string): Promise<Har> {
+    return harDocument([toHarEntry(await this.getCapture(routeId, requestId), origin)]);
+  }
+
+  /** A curl command sending one capture again, to `target` (sub-path and query appended) or to where it was sent. */
+  async captureCurl(routeId: string, requestId: string, origin: string, target: string | undefined): Promise<string> {
+    const capture = await this.getCapture(routeId, requestId);
+    let url = `${origin}${capture.path}${capture.query === '' ? '' : `?${capture.query}`}`;
+    if (target !== undefined) {
+      try {
+        url = replayUrl(target, capture);
+      } catch {
+        throw invalid([{ field: 'url', message: 'must be an absolute http or https URL' }]);
+      }
+    }
+    return toCurlCommand(capture, url);
+  }
+
+  /** The JSON view of a capture, with its multipart parts when its body is at hand. */
+  async view(capture: StoredCapture): Promise<CapturedRequestView> {
+    const multipart = capture.bodyOmitted || capture.truncated ? null : await parseMultipart(capture.body, capture.contentType);
+    return describeCapturedRequest(capture, { bodyOmitted: capture.bodyOmitted, signature: capture.signature ?? null, multipart });
+  }
+
+  private captureQuery(query: InspectQuery): CaptureQuery {
+    const beforeSeq = query.before === undefined ? undefined : Number(query.before);
+    if (beforeSeq !== undefined && !Number.isSafeInteger(beforeSeq)) throw invalid([{ field: 'before', message: 'is not a cursor from this API' }]);
+    return { limit: query.limit, beforeSeq, text: query.q, method: query.method, pageBytes: this.config.webhookPageBytes };
   }
 
   async getCapture(routeId: string, requestId: string): Promise<StoredCapture> {
@@ -211,7 +316,7 @@ export class WebhookService {
   }
 
   async describeCapture(routeId: string, requestId: string): Promise<CapturedRequestView> {
-    return describeCapturedRequest(await this.getCapture(routeId, requestId));
+    return this.view(await this.getCapture(routeId, requestId));
   }
 
   async deleteCapture(routeId: string, requestId: string): Promise<void> {
@@ -240,8 +345,27 @@ export class WebhookService {
   }
 }
 
-function checkedResponse(input: NonNullable<CreateRouteRequest['response']>): RouteResponseConfig {
-  const violations: Violation[] = [];
+function checkedVerify(input: NonNullable<CreateRouteRequest['verify']>, violations: Violation[]): RouteVerifyConfig | null {
+  const schemes = ['standard-webhooks', 'stripe', 'github', 'hmac-sha256'] as const;
+  const scheme = schemes.find((known) => known === input.scheme);
+  if (!scheme) violations.push({ field: 'verify.scheme', message: `must be one of ${schemes.join(', ')}` });
+  if (typeof input.secret !== 'string' || input.secret === '' || input.secret.length > 1024) {
+    violations.push({ field: 'verify.secret', message: 'must be 1 to 1024 characters' });
+  } else if (scheme === 'standard-webhooks' && !/^(whsec_)?[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {
+    violations.push({ field: 'verify.secret', message: 'must be a Standard Webhooks secret: whsec_ followed by base64' });
+  }
+  if (input.header !== undefined && (!HEADER_NAME.test(input.header) || input.header.length > 100))
+    violations.push({ field: 'verify.header', message: 'is not a valid header name' });
+  if (input.header !== undefined && scheme !== 'hmac-sha256')
+    violations.push({ field: 'verify.header', message: `is only for hmac-sha256 (${scheme ?? 'this scheme'} uses its own header)` });
+  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  if (!Number.isInteger(tolerance) || tolerance < 1 || tolerance > 31_536_000)
+    violations.push({ field: 'verify.toleranceSeconds', message: 'must be from 1 to 31536000' });
+  if (!scheme) return null;
+  return { scheme, secret: input.secret, header: scheme === 'hmac-sha256' ? (input.header ?? DEFAULT_HMAC_HEADER) : null, toleranceSeconds: tolerance };
+}
+
+function checkedResponse(input: NonNullable<CreateRouteRequest['response']>, violations: Violation[]): RouteResponseConfig {
   const status = input.status ?? 200;
   if (!Number.isInteger(status) || status < 200 || status > 599) violations.push({ field: 'response.status', message: 'must be from 200 to 599' });
   const headers: Record<string, string> = {};
@@ -259,7 +383,6 @@ function checkedResponse(input: NonNullable<CreateRouteRequest['response']>): Ro
       });
     } else headers[name] = value;
   }
-  if (violations.length > 0) throw invalid(violations);
   return { status, headers, body: input.body ?? '' };
 }
 

@@ -11,6 +11,7 @@ import * as publishingListIndexes from './20261126100000_publishing_list_indexes
 import * as publishingArticleTags from './20261126100100_publishing_article_tags.js';
 import * as createLimitCounters from './20261126160000_create_limit_counters.js';
 import * as boundedOperationLookups from './20261126130000_bounded_operation_lookups.js';
+import * as addWebhookRouteOptions from './20261126120000_add_webhook_route_options.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126100100_publishing_article_tags': publishingArticleTags,
   '20261126160000_create_limit_counters': createLimitCounters,
   '20261126130000_bounded_operation_lookups': boundedOperationLookups,
+  '20261126120000_add_webhook_route_options': addWebhookRouteOptions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,3 +1,10 @@
+/** A capture's signature check against its route's `verify` settings. */
+export interface StoredSignatureCheck {
+  scheme: 'standard-webhooks' | 'stripe' | 'github' | 'hmac-sha256';
+  valid: boolean;
+  reason: 'no_signature_header' | 'malformed_header' | 'timestamp_outside_tolerance' | 'no_signature_matches' | null;
+}
+
 /** One header line as received: name case kept. */
 export type HeaderLine = [name: string, value: string];
 
@@ -16,4 +23,6 @@ export interface CapturedRecord {
   body: Buffer;
   remoteAddress: string;
   httpVersion: string;
+  /** Null when the route checks no signatures. */
+  signature?: StoredSignatureCheck | null;
 }

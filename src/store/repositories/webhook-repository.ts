@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { CapturedRecord, HeaderLine } from './webhook-records.js';
+import type { CapturedRecord, HeaderLine, StoredSignatureCheck } from './webhook-records.js';
 import { capturedEventSql, encodeWebhookEvent, WEBHOOK_CHANNEL } from './webhook-events.js';
 
 /** What a route answers to senders; null fields mean the default answer. */
@@ -9,16 +9,44 @@ export interface RouteResponseConfig {
   body: string;
 }
 
+/** How a route checks the signatures of its captures; the secret never leaves the server. */
+export interface RouteVerifyConfig {
+  scheme: 'standard-webhooks' | 'stripe' | 'github' | 'hmac-sha256';
+  secret: string;
+  header: string | null;
+  toleranceSeconds: number;
+}
+
 export interface RouteRow {
   id: string;
   createdAt: Date;
   expiresAt: Date;
   response: RouteResponseConfig | null;
+  /** Milliseconds the sender waits after its capture is stored (0: answered at once). */
+  delayMs: number;
+  verify: RouteVerifyConfig | null;
 }
 
-/** A stored capture with its position in the route's log (the pagination and SSE cursor). */
+/**
+ * A stored capture with its position in the route's log (the pagination and SSE cursor). In a list,
+ * a body longer than the inline bound is not read from the database: `bodyOmitted` is then true and
+ * `body` empty (`storedBytes` says how many bytes are stored).
+ */
 export interface StoredCapture extends CapturedRecord {
   seq: number;
+  storedBytes: number;
+  bodyOmitted: boolean;
+}
+
+/** Which captures a list holds: newest first, older than `beforeSeq`, optionally filtered. */
+export interface CaptureQuery {
+  limit: number;
+  beforeSeq?: number | undefined;
+  /** Text in the path, query, a header value or the body. */
+  text?: string | undefined;
+  method?: string | undefined;
+  /** Stop adding items once their estimated JSON size reaches this many bytes (at least one item). */
+  pageBytes: number;
 }
 
 /** What one group commit did: which routes were live (their captures stored) and the new rows. */
@@ -42,9 +70,21 @@ const CAPTURE_COLUMNS = [
   'body',
   'remote_address',
   'http_version',
+  'signature',
 ] as const;
 
+/** The list columns: the body only when it is at most `?` bytes (octet_length reads no TOAST data). */
+const LIST_COLUMNS = `id, route_id, seq, received_at, method, path, query, headers, content_type, size, truncated, remote_address, http_version, signature,
+  octet_length(body) AS stored_bytes, CASE WHEN octet_length(body) <= ? THEN body END AS body`;
+
+/**
+ * What a list item is estimated to cost as JSON: an inline body appears as base64 and as text (and
+ * maybe parsed), about 3× its bytes; the header lines as stored; a fixed part for the other fields.
+ */
+const ITEM_COST_SQL = `(CASE WHEN octet_length(body) <= ? THEN 3 * octet_length(body) ELSE 0 END + octet_length(headers::text) + 2 * octet_length(path) + 2 * octet_length(query) + 1024)`;
+
 interface CaptureRowDb {
+  stored_bytes?: number | string;
   id: string;
   route_id: string;
   seq: number;
@@ -56,9 +96,10 @@ interface CaptureRowDb {
   content_type: string | null;
   size: number;
   truncated: boolean;
-  body: Uint8Array;
+  body: Uint8Array | null;
   remote_address: string;
   http_version: string;
+  signature: StoredSignatureCheck | string | null;
 }
 
 interface RouteRowDb {
@@ -68,11 +109,17 @@ interface RouteRowDb {
   response_status: number | null;
   response_headers: Record<string, string> | string | null;
   response_body: string | null;
+  response_delay_ms: number;
+  verify: RouteVerifyConfig | string | null;
 }
 
 /** SQL for webhook routes and captures; the same statements run on PostgreSQL and PGlite. */
 export class WebhookRepository {
-  constructor(private readonly knex: Knex) {}
+  /** `inlineBodyBytes`: a list item carries its body only up to this size. */
+  constructor(
+    private readonly knex: Knex,
+    private readonly inlineBodyBytes = 64 * 1024,
+  ) {}
 
   async insertRoute(route: RouteRow, trx: Knex = this.knex): Promise<void> {
     await trx('webhook_routes').insert({
@@ -82,13 +129,15 @@ export class WebhookRepository {
       response_status: route.response?.status ?? null,
       response_headers: route.response ? JSON.stringify(route.response.headers) : null,
       response_body: route.response?.body ?? null,
+      response_delay_ms: route.delayMs,
+      verify: route.verify ? JSON.stringify(route.verify) : null,
     });
   }
 
   /** The route if it exists and has not expired. */
   async findLiveRoute(id: string, trx: Knex = this.knex): Promise<RouteRow | undefined> {
     const row = (await trx('webhook_routes')
-      .select('id', 'created_at', 'expires_at', 'response_status', 'response_headers', 'response_body')
+      .select('id', 'created_at', 'expires_at', 'response_status', 'response_headers', 'response_body', 'response_delay_ms', 'verify')
       .where({ id })
       .andWhere('expires_at', '>', trx.fn.now())
       .first()) as RouteRowDb | undefined;
@@ -111,10 +160,10 @@ export class WebhookRepository {
    * commit). Routes that went over `maxPerRoute` are trimmed oldest-first right after.
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
-    // The captures go as 13 array parameters unnested in SQL: the statement text is the same for every
+    // The captures go as 14 array parameters unnested in SQL: the statement text is the same for every
     // batch, and PostgreSQL parses arrays in C. Bodies travel as hex (`\x…`, parsed by byteain):
     // PGlite serialises a Buffer parameter byte by byte in JavaScript, several times slower.
-    const columns: Array<Array<string | null>> = Array.from({ length: 13 }, () => []);
+    const columns: Array<Array<string | null>> = Array.from({ length: 14 }, () => []);
     for (const record of records) {
       const values = [
         record.id,
@@ -130,16 +179,17 @@ export class WebhookRepository {
         `\\x${record.body.toString('hex')}`,
         record.remoteAddress,
         record.httpVersion,
+        record.signature ? JSON.stringify(record.signature) : null,
       ];
       values.forEach((value, index) => columns[index]!.push(value));
     }
     const result = await this.knex.raw(
       `WITH v AS (
-         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[])
-           WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, ord)
+         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[])
+           WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature, ord)
        ), ins AS (
-         INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version)
-         SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version
+         INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature)
+         SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version, v.signature
          FROM v JOIN webhook_routes r ON r.id = v.route_id AND r.expires_at > now()
          ORDER BY v.ord
          RETURNING id, route_id, seq
@@ -179,29 +229,65 @@ export class WebhookRepository {
     );
   }
 
-  /** One page of a route's captures, newest first, strictly older than `beforeSeq` when given. */
-  async listCaptures(routeId: string, limit: number, beforeSeq: number | undefined, trx: Knex = this.knex): Promise<StoredCapture[]> {
-    const query = trx('webhook_requests').select(CAPTURE_COLUMNS).where({ route_id: routeId });
-    if (beforeSeq !== undefined) query.andWhere('seq', '<', beforeSeq);
-    const rows = (await query.orderBy('seq', 'desc').limit(limit)) as CaptureRowDb[];
-    return rows.map(toCapture);
+  /**
+   * One page of a route's captures, newest first, strictly older than `beforeSeq` when given,
+   * filtered by method and text. Bounded in bytes as well as rows: large bodies are never read
+   * (see LIST_COLUMNS) and rows stop once the running estimate of the page's JSON passes
+   * `pageBytes`. The scan is bounded by the route's captures (at most WEBHOOK_MAX_REQUESTS).
+   * `more` tells whether older matching captures exist.
+   */
+  async listCaptures(routeId: string, query: CaptureQuery, trx: Knex = this.knex): Promise<{ items: StoredCapture[]; more: boolean }> {
+    const conditions = ['route_id = ?'];
+    const bindings: Array<string | number> = [routeId];
+    if (query.beforeSeq !== undefined) {
+      conditions.push('seq < ?');
+      bindings.push(query.beforeSeq);
+    }
+    if (query.method !== undefined) {
+      conditions.push('method = ?');
+      bindings.push(query.method.toUpperCase());
+    }
+    if (query.text !== undefined) {
+      // Path, query and header values case-insensitively; the body as bytes (its escape encoding
+      // keeps ASCII as is, so ASCII letters match in any case and other bytes exactly).
+      const pattern = `%${query.text.replace(/[\\%_]/g, '\\$&')}%`;
+      conditions.push(
+        `(path ILIKE ? OR query ILIKE ? OR EXISTS (SELECT 1 FROM jsonb_array_elements(headers) AS line WHERE line->>1 ILIKE ?) OR position(convert_to(?, 'UTF8') IN body) > 0 OR encode(body, 'escape') ILIKE ?)`,
+      );
+      bindings.push(pattern, pattern, pattern, query.text, `%${query.text.replace(/\\/g, '\\\\').replace(/[\\%_]/g, '\\$&')}%`);
+    }
+    const result = await trx.raw(
+      `SELECT * FROM (
+         SELECT ${LIST_COLUMNS}, sum(${ITEM_COST_SQL}) OVER (ORDER BY seq DESC) AS running_bytes
+         FROM webhook_requests WHERE ${conditions.join(' AND ')}
+         ORDER BY seq DESC LIMIT ?
+       ) page ORDER BY seq DESC`,
+      [this.inlineBodyBytes, this.inlineBodyBytes, ...bindings, query.limit + 1],
+    );
+    const rows = rowsOf<CaptureRowDb & { running_bytes: number | string }>(result);
+    const items: StoredCapture[] = [];
+    for (const row of rows) {
+      if (items.length === query.limit || (items.length > 0 && Number(row.running_bytes) > query.pageBytes)) return { items, more: true };
+      items.push(toCapture(row));
+    }
+    return { items, more: false };
   }
 
-  /** Captures by sequence number (what a NOTIFY names), oldest first. */
+  /** Captures by sequence number (what a NOTIFY names), oldest first; large bodies left out as in a list. */
   async capturesBySeq(routeId: string, seqs: readonly number[], trx: Knex = this.knex): Promise<StoredCapture[]> {
     if (seqs.length === 0) return [];
     const rows = (await trx('webhook_requests')
-      .select(CAPTURE_COLUMNS)
+      .select(trx.raw(LIST_COLUMNS, [this.inlineBodyBytes]))
       .where({ route_id: routeId })
       .whereIn('seq', seqs as number[])
       .orderBy('seq', 'asc')) as CaptureRowDb[];
     return rows.map(toCapture);
   }
 
-  /** Captures made after `afterSeq`, oldest first (an event stream resuming with Last-Event-ID). */
+  /** Captures made after `afterSeq`, oldest first (an event stream resuming with Last-Event-ID); large bodies left out. */
   async capturesAfter(routeId: string, afterSeq: number, limit: number, trx: Knex = this.knex): Promise<StoredCapture[]> {
     const rows = (await trx('webhook_requests')
-      .select(CAPTURE_COLUMNS)
+      .select(trx.raw(LIST_COLUMNS, [this.inlineBodyBytes]))
       .where({ route_id: routeId })
       .andWhere('seq', '>', afterSeq)
       .orderBy('seq', 'asc')
@@ -231,13 +317,39 @@ export class WebhookRepository {
     });
   }
 
+  /** Up to `batch` expired routes, oldest expiry first (no lock: the deletes below decide). */
+  async expiredRoutes(batch: number): Promise<string[]> {
+    const result = await this.knex.raw('SELECT id FROM webhook_routes WHERE expires_at <= now() ORDER BY expires_at LIMIT ?', [batch]);
+    return rowsOf<{ id: string }>(result).map((row) => row.id);
+  }
+
   /**
-   * Deletes up to `batch` expired routes (and their captures). Routes are claimed with
-   * `FOR UPDATE SKIP LOCKED`, so several processes sweeping at once share the work without waiting.
+   * Deletes at most `chunk` captures of expired routes in one statement (its own short transaction):
+   * an expired route takes no new captures (storeBatch joins on live routes), so these rows only
+   * shrink. Rows another sweeper holds are skipped (SKIP LOCKED). Answers how many were deleted.
    */
-  async sweepExpired(batch: number): Promise<string[]> {
+  async deleteExpiredCaptures(routeIds: readonly string[], chunk: number): Promise<number> {
+    if (routeIds.length === 0) return 0;
+    const result = await this.knex.raw(
+      `DELETE FROM webhook_requests WHERE id IN (
+         SELECT q.id FROM webhook_requests q JOIN webhook_routes r ON r.id = q.route_id AND r.expires_at <= now()
+         WHERE q.route_id = ANY(?::uuid[]) LIMIT ? FOR UPDATE OF q SKIP LOCKED
+       ) RETURNING 1`,
+      [arrayLiteral(routeIds), chunk],
+    );
+    return rowsOf(result).length;
+  }
+
+  /**
+   * Deletes expired routes (their captures already swept; any left behind by a concurrent sweeper
+   * go with them) and announces each; answers the ids deleted. Claimed with SKIP LOCKED.
+   */
+  async deleteExpiredRoutes(routeIds: readonly string[]): Promise<string[]> {
+    if (routeIds.length === 0) return [];
     return this.knex.transaction(async (trx) => {
-      const claimed = await trx.raw('SELECT id FROM webhook_routes WHERE expires_at <= now() ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED', [batch]);
+      const claimed = await trx.raw('SELECT id FROM webhook_routes WHERE id = ANY(?::uuid[]) AND expires_at <= now() FOR UPDATE SKIP LOCKED', [
+        arrayLiteral(routeIds),
+      ]);
       const ids = rowsOf<{ id: string }>(claimed).map((row) => row.id);
       if (ids.length === 0) return [];
       await trx('webhook_routes').whereIn('id', ids).delete();
@@ -276,6 +388,8 @@ function toRoute(row: RouteRowDb): RouteRow {
     createdAt: toDate(row.created_at),
     expiresAt: toDate(row.expires_at),
     response: row.response_status === null ? null : { status: row.response_status, headers: headers ?? {}, body: row.response_body ?? '' },
+    delayMs: row.response_delay_ms ?? 0,
+    verify: typeof row.verify === 'string' ? (JSON.parse(row.verify) as RouteVerifyConfig) : row.verify,
   };
 }
 
@@ -292,8 +406,11 @@ function toCapture(row: CaptureRowDb): StoredCapture {
     contentType: row.content_type,
     size: row.size,
     truncated: row.truncated,
-    body: Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength),
+    body: row.body ? Buffer.from(row.body.buffer, row.body.byteOffset, row.body.byteLength) : Buffer.alloc(0),
+    storedBytes: row.stored_bytes === undefined ? (row.body?.byteLength ?? 0) : Number(row.stored_bytes),
+    bodyOmitted: row.body === null,
     remoteAddress: row.remote_address,
     httpVersion: row.http_version,
+    signature: typeof row.signature === 'string' ? (JSON.parse(row.signature) as StoredSignatureCheck) : row.signature,
   };
 }

@@ -140,7 +140,14 @@ describe('CaptureWriter', () => {
 });
 
 describe('RouteCache', () => {
-  const route = (expiresAt: number): RouteRow => ({ id: 'r', createdAt: new Date(0), expiresAt: new Date(expiresAt), response: null });
+  const route = (expiresAt: number): RouteRow => ({
+    id: 'r',
+    createdAt: new Date(0),
+    expiresAt: new Date(expiresAt),
+    response: null,
+    delayMs: 0,
+    verify: null,
+  });
 
   test('a fresh entry answers without loading; an old one is loaded again', async () => {
     let now = 1000;

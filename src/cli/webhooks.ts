@@ -1,0 +1,302 @@
+/**
+ * `cfs webhooks …`: the webhook inspector from the command line (docs/webhooks.md).
+ *
+ *   cfs webhooks listen <route id or URL> --forward-to <url> [--since <capture id>]
+ *   cfs webhooks replay <route id or URL> <capture id> --to <url>
+ *
+ * Both send captures client-side (the server never makes requests an anonymous caller chose): the
+ * same method, the route's sub-path appended to the target path, the query, the header lines in
+ * order with duplicates (hop-by-hop ones, Host and Content-Length recomputed), the stored body bytes.
+ * `listen` follows the route's event stream and resumes from the last capture it delivered
+ * (Last-Event-ID) after a dropped connection or a server restart, so each capture is forwarded once
+ * while it runs; a target that is down is retried with backoff, and each failure is reported.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { parseArgs } from 'node:util';
+import { isReplayedHeader, replayUrl } from '../engines/webhook-capture/index.js';
+
+/** Where output goes, and how a test (or Ctrl-C) stops `listen`. */
+export interface WebhooksCliIo {
+  out(line: string): void;
+  err(line: string): void;
+  signal?: AbortSignal;
+}
+
+const USAGE = `Usage:
+  cfs webhooks listen <route id or URL> --forward-to <url> [--since <capture id>] [--server URL]
+      Forwards every new capture of the route to <url> (sub-path and query appended), one line
+      per delivery; resumes after a disconnect or a server restart. --since starts from an earlier
+      capture (itself included). Stop with Ctrl-C.
+  cfs webhooks replay <route id or URL> <capture id> --to <url> [--server URL]
+      Sends one capture to <url> the same way and prints the target's status.
+
+A route URL (http://host/<id> or http://host/inspect/<id>) names its server; with a bare route id the
+server is --server, env CFS_SERVER, or http://localhost:8080.`;
+
+const UUID = /[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}/;
+const RETRY_MIN_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
+class UsageError extends Error {}
+
+/** The fields of a captured request (contracts/openapi/webhooks.yaml CapturedRequest) a forward needs. */
+interface Capture {
+  id: string;
+  routeId: string;
+  method: string;
+  path: string;
+  query: string;
+  headers: Array<[string, string]>;
+  bodyBase64: string;
+  bodyOmitted: boolean;
+  truncated: boolean;
+  links: { raw: string };
+}
+
+/** Runs `cfs webhooks <argv>`; answers the exit code. */
+export async function webhooksCommand(argv: string[], io: WebhooksCliIo = processIo()): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        server: { type: 'string' },
+        'forward-to': { type: 'string' },
+        to: { type: 'string' },
+        since: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    const [command, routeArg, captureId] = positionals;
+    if (values.help || command === undefined) {
+      io.out(USAGE);
+      return values.help ? 0 : 2;
+    }
+    if (routeArg === undefined) throw new UsageError('a route id or URL is required');
+    const route = routeOf(routeArg, values.server ?? process.env.CFS_SERVER ?? 'http://localhost:8080');
+    if (command === 'listen') {
+      const target = targetOf(values['forward-to'], '--forward-to');
+      return await listen(route, target, values.since, io);
+    }
+    if (command === 'replay') {
+      if (captureId === undefined || !UUID.test(captureId))
+        throw new UsageError('a capture id is required: cfs webhooks replay <route> <capture id> --to <url>');
+      const target = targetOf(values.to, '--to');
+      const capture = await getJson<Capture>(`${route.server}/inspect/${route.id}/requests/${captureId}`);
+      const line = await deliver(route, capture, target, io, false);
+      return line.status >= 200 && line.status < 400 ? 0 : 1;
+    }
+    throw new UsageError(`unknown command "webhooks ${command}" (listen, replay)`);
+  } catch (error) {
+    if (error instanceof UsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+      io.err(`cfs: ${(error as Error).message}`);
+      return 2;
+    }
+    io.err(`cfs: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+}
+
+function processIo(): WebhooksCliIo {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  return { out: (line) => process.stdout.write(`${line}\n`), err: (line) => process.stderr.write(`${line}\n`), signal: controller.signal };
+}
+
+interface RouteRef {
+  server: string;
+  id: string;
+}
+
+function routeOf(arg: string, server: string): RouteRef {
+  if (/^https?:\/\//i.test(arg)) {
+    const url = new URL(arg);
+    const id = UUID.exec(url.pathname)?.[0];
+    if (!id) throw new UsageError(`no route id in ${arg}`);
+    return { server: url.origin, id: id.toLowerCase() };
+  }
+  if (!UUID.test(arg) || arg.length !== 36) throw new UsageError(`"${arg}" is neither a route id nor a route URL`);
+  return { server: server.replace(/\/+$/, ''), id: arg.toLowerCase() };
+}
+
+function targetOf(value: string | undefined, flag: string): string {
+  if (value === undefined) throw new UsageError(`${flag} <url> is required`);
+  if (!/^https?:\/\//i.test(value)) throw new UsageError(`${flag} must be an http or https URL`);
+  return value;
+}
+
+/**
+ * Follows the route's event stream and forwards each capture in order. `cursor` is the sequence
+ * number of the last capture delivered (or where the stream started): it only moves after a
+ * delivery, and every reconnection asks for what came after it.
+ */
+async function listen(route: RouteRef, target: string, since: string | undefined, io: WebhooksCliIo): Promise<number> {
+  let cursor = since === undefined ? undefined : await cursorBefore(route, since);
+  io.err(`forwarding captures of ${route.server}/${route.id} to ${target}${since ? ` from ${since}` : ''} (Ctrl-C to stop)`);
+  let failures = 0;
+  while (!io.signal?.aborted) {
+    let outcome: 'ended' | 'gone';
+    try {
+      outcome = await followStream(
+        route,
+        cursor,
+        io,
+        async (seq, capture) => {
+          if (cursor !== undefined && seq <= cursor) return; // replayed after a reconnect, already delivered
+          await deliver(route, capture, target, io, true);
+          cursor = seq;
+          failures = 0;
+        },
+        (start) => {
+          cursor ??= start;
+          failures = 0;
+        },
+      );
+    } catch (error) {
+      if (io.signal?.aborted) break;
+      outcome = 'ended';
+      io.err(`event stream: ${describeError(error)}`);
+    }
+    if (outcome === 'gone') {
+      io.err(`the route ${route.id} is gone (deleted or expired)`);
+      return 1;
+    }
+    if (io.signal?.aborted) break;
+    const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** failures++);
+    io.err(`reconnecting in ${wait} ms${cursor === undefined ? '' : ` (resuming after ${cursor})`}`);
+    await sleep(wait, io.signal);
+  }
+  return 0;
+}
+
+/**
+ * One connection to the event stream: answers 'gone' when the route no longer exists, 'ended' when
+ * the connection ended (server restart, network), throws on failures to connect.
+ */
+async function followStream(
+  route: RouteRef,
+  cursor: number | undefined,
+  io: WebhooksCliIo,
+  onCapture: (seq: number, capture: Capture) => Promise<void>,
+  onStart: (seq: number) => void,
+): Promise<'ended' | 'gone'> {
+  const headers: Record<string, string> = { accept: 'text/event-stream' };
+  if (cursor !== undefined) headers['last-event-id'] = String(cursor);
+  const response = await fetch(`${route.server}/inspect/${route.id}/stream`, { headers, signal: io.signal });
+  if (response.status === 404) return 'gone';
+  if (response.status !== 200 || !response.body) throw new Error(`the server answered ${response.status}`);
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for await (const chunk of response.body) {
+    buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    let end: number;
+    while ((end = buffer.search(/\r?\n\r?\n/)) !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+      const lines = block.split(/\r?\n/);
+      const id = lines
+        .find((line) => line.startsWith('id:'))
+        ?.slice(3)
+        .trim();
+      const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(5).replace(/^ /, ''));
+      const seq = id === undefined ? NaN : Number(id);
+      if (!Number.isSafeInteger(seq)) continue;
+      if (data.length === 0) onStart(seq);
+      else await onCapture(seq, JSON.parse(data.join('\n')) as Capture);
+    }
+  }
+  return 'ended';
+}
+
+/** The cursor just before capture `since`, so a stream resuming from it replays that capture first. */
+async function cursorBefore(route: RouteRef, since: string): Promise<number> {
+  if (!UUID.test(since)) throw new UsageError('--since must be a capture id');
+  // Pages are newest first and their cursor is the last item's position: walk one item at a time.
+  let before: string | null = null;
+  for (;;) {
+    const page: { items: Array<{ id: string }>; next: string | null } = await getJson(
+      `${route.server}/inspect/${route.id}?limit=1${before === null ? '' : `&before=${before}`}`,
+    );
+    const [item] = page.items;
+    if (!item) throw new UsageError(`no capture ${since} on this route`);
+    if (item.id === since.toLowerCase()) return page.next === null ? 0 : Number(page.next) - 1;
+    if (page.next === null) throw new UsageError(`no capture ${since} on this route`);
+    before = page.next;
+  }
+}
+
+/**
+ * Sends one capture to `target` and prints its line. When `retry`, a target that cannot be reached
+ * is tried again with backoff until it answers (or the listener is stopped); each failure is printed.
+ */
+async function deliver(route: RouteRef, capture: Capture, target: string, io: WebhooksCliIo, retry: boolean): Promise<{ status: number }> {
+  const body = capture.bodyOmitted ? await getBytes(`${route.server}${capture.links.raw}`) : Buffer.from(capture.bodyBase64, 'base64');
+  const url = replayUrl(target, capture);
+  for (let attempt = 0; ; attempt++) {
+    const started = performance.now();
+    try {
+      const status = await send(url, capture, body, io.signal);
+      const ms = Math.round(performance.now() - started);
+      io.out(
+        `${capture.id} ${capture.method} ${capture.path}${capture.query ? `?${capture.query}` : ''} -> ${status} ${ms}ms${capture.truncated ? ' (body truncated when captured)' : ''}`,
+      );
+      return { status };
+    } catch (error) {
+      if (!retry || io.signal?.aborted) throw error;
+      const wait = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** attempt);
+      io.err(`${capture.id} ${capture.method} ${capture.path}: target ${url} unreachable (${describeError(error)}), retrying in ${wait} ms`);
+      await sleep(wait, io.signal);
+      if (io.signal?.aborted) throw error;
+    }
+  }
+}
+
+/** One request with the captured header lines in order (raw list: duplicates and case kept). */
+function send(url: string, capture: Capture, body: Buffer, signal: AbortSignal | undefined): Promise<number> {
+  const target = new URL(url);
+  const lines: string[] = ['Host', target.host];
+  for (const [name, value] of capture.headers) if (isReplayedHeader(name)) lines.push(name, value);
+  if (body.length > 0 || capture.headers.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name)))
+    lines.push('Content-Length', String(body.length));
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const request = client.request(url, { method: capture.method, headers: lines, agent: false, signal }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url, { headers: { accept: 'application/json' } });
+  if (!response.ok) throw new Error(`${url} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+  return (await response.json()) as T;
+}
+
+async function getBytes(url: string): Promise<Buffer> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+  return Buffer.from(await response.arrayBuffer());
+}
+
+function describeError(error: unknown): string {
+  const cause = (error as { cause?: { code?: string } }).cause;
+  return cause?.code ?? (error as { code?: string }).code ?? (error instanceof Error ? error.message : String(error));
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
