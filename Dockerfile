@@ -4,7 +4,7 @@
 # test/runtime/dockerfile.test.ts lints this file and runs its CMD against a built dist/ with SIGTERM.
 
 # Build stage: every dependency (swc, tsx, buf…) as locked, then `npm run build` → dist/.
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied; the build runs below.
@@ -13,7 +13,7 @@ COPY . .
 RUN npm run build
 
 # Runtime stage: production dependencies only, the compiled server, the contracts it reads at run time.
-FROM node:20-slim AS runtime
+FROM node:24-slim AS runtime
 ENV NODE_ENV=production \
     PORT=5000 \
     HOST=0.0.0.0 \

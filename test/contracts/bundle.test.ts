@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { budget } from '../support/budget.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -101,5 +102,5 @@ describe('npm run contracts:bundle', () => {
     // The JavaScript loads too: every client factory is there at run time.
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@contract-first-server/contracts'); console.log(Object.keys(m).sort().join(','))"], { cwd: project, env });
     expect(stdout.trim().split(',')).toEqual(expect.arrayContaining(['createCloudClient', 'createRestClient', 'createUsersClient', 'cloudServices']));
-  }, 180_000);
+  }, budget(60_000));
 });
