@@ -33,9 +33,11 @@ RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 5000
 VOLUME ["/app/data"]
-# Ready = the database answers (GET /readyz); node's fetch, so the slim image needs no curl.
+# Ready = the database answers (GET /readyz); node itself, so the slim image needs no curl. With
+# TLS_CERT the server speaks only TLS: the probe does too, to itself on loopback, where the
+# certificate's name (not 127.0.0.1) is not what it checks.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 5000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "require(process.env.TLS_CERT ? 'node:https' : 'node:http').get({ host: '127.0.0.1', port: process.env.PORT || 5000, path: '/readyz', rejectUnauthorized: false, timeout: 2500 }, (r) => process.exit(r.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1)).on('timeout', () => process.exit(1))"]
 # Exec form, node itself as PID 1: `docker stop`'s SIGTERM reaches the server's handler, which drains
 # in-flight requests for up to SHUTDOWN_GRACE_MS (10 s; docker's default stop timeout is also 10 s —
 # raise it with `--stop-timeout`/`stop_grace_period` if you raise the grace). No `npm start` here:

@@ -90,7 +90,7 @@ browserTest(
     expect(rpc).toMatchObject({ ok: true, status: 200, body: { status: 'SERVING' } });
     expect(rpc.requestId).toMatch(/\S/);
   },
-  30_000,
+  budget(10_000),
 );
 
 browserTest(
@@ -104,5 +104,5 @@ browserTest(
     // The same calls from the page's own origin are fine: the refusal is the browser's CORS check.
     expect((await fetch(`${withoutCors.url}/api/users`, { headers: { authorization: `Bearer ${admin.token}` } })).status).toBe(200);
   },
-  30_000,
+  budget(10_000),
 );

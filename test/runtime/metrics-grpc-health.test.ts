@@ -135,7 +135,7 @@ const adminUrl = process.env.DATABASE_URL;
       await clone.drop();
     }
   },
-  30_000,
+  budget(10_000),
 );
 
 // Last in this file: it shuts the shared server down.

@@ -53,7 +53,7 @@ browserTest(
     expect(violations).toEqual([]);
     await page.close();
   },
-  60_000,
+  budget(20_000),
 );
 
 browserTest(
@@ -67,5 +67,5 @@ browserTest(
     expect(await page.locator('#requests > li summary .method').allTextContents()).toEqual(['DELETE', 'POST', 'GET']);
     await page.close();
   },
-  60_000,
+  budget(20_000),
 );
