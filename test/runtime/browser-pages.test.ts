@@ -58,6 +58,12 @@ describe('/', () => {
   );
 });
 
+test('/metrics, linked from /, says what runs: cfs_build_info with the version, the Node.js version and the store', async () => {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const store = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+  expect(text).toContain(`cfs_build_info{version="1.0.0",node_version="${process.versions.node}",database="${store}"} 1`);
+});
+
 describe('/docs', () => {
   browserTest(
     'opens on a current API with no CSP violation, and "Try it out" sends only the parameters the user typed',
