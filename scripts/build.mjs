@@ -85,7 +85,7 @@ console.log(`built ${files.length} files into ${shown} in ${((performance.now() 
 
 /**
  * Replaces the compiled entry (dist/src/main.js) by one ES module holding our code and the ES-module
- * packages it imports (protobuf-es, connect, jose, graphql-tools): Node 20's ES-module loader costs
+ * packages it imports (protobuf-es, connect, jose): Node 20's ES-module loader costs
  * ~0.3 ms of CPU per file, and these are ~400 small files, about a third of the start-up CPU on
  * PostgreSQL (docs/architecture.md, "Build, container and time to ready"). CommonJS packages (knex,
  * express, ajv, graphql, pg…) stay in node_modules, loaded by Node's CommonJS loader exactly as

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import DataLoader from 'dataloader';
-import { GraphQLError } from 'graphql';
-import { makeExecutableSchema } from '@graphql-tools/schema';
+import { buildSchema, GraphQLError, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
 import type { ArticleInput as GraphqlArticleInput, Resolvers } from '../../generated/graphql/publishing.js';
 import { AppError, HTTP_STATUS, publicMessage, toAppError } from '../errors.js';
 import { jsonReply, type GraphqlReply } from '../http/graphql-http.js';
@@ -77,9 +76,24 @@ export const PUBLISHING_FIELD_COSTS: Readonly<Record<string, number>> = Object.f
   ].map((key) => [key, PUBLISHING_STORE_FIELD_COST]),
 );
 
-/** The executable schema: the SDL of contracts/graphql with the resolvers above. */
-export function publishingSchema(sdlPath: string) {
-  return makeExecutableSchema({ typeDefs: readFileSync(sdlPath, 'utf8'), resolvers: publishingResolvers });
+/**
+ * The executable schema: the SDL of contracts/graphql with the resolvers above, attached field by
+ * field with graphql's own API (graphql-tools' current releases need Node 22.15; see docs/operations.md).
+ * A resolver for a type or field the SDL lacks stops the start, as makeExecutableSchema did.
+ */
+export function publishingSchema(sdlPath: string): GraphQLSchema {
+  const schema = buildSchema(readFileSync(sdlPath, 'utf8'));
+  for (const [typeName, resolvers] of Object.entries(publishingResolvers)) {
+    const type = schema.getType(typeName);
+    if (!isObjectType(type)) throw new Error(`resolvers for ${typeName}, which the schema does not define as an object type`);
+    const fields = type.getFields();
+    for (const [fieldName, resolve] of Object.entries(resolvers ?? {})) {
+      const field = fields[fieldName];
+      if (!field || typeof resolve !== 'function') throw new Error(`no field ${typeName}.${fieldName} to resolve in the schema`);
+      field.resolve = resolve as GraphQLFieldResolver<unknown, PublishingGraphqlContext>;
+    }
+  }
+  return schema;
 }
 
 /**

@@ -1,4 +1,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './paths.js';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import { collectDefaultMetrics, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
@@ -16,6 +19,9 @@ interface PoolStats {
   numPendingCreates(): number;
   max: number;
 }
+
+/** The version of the package that runs (package.json is beside dist/ in a checkout and in the image). */
+const SERVER_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
 
 // A scrape must answer even while the database does not: its own queries give up after this.
 const SCRAPE_QUERY_TIMEOUT_MS = 1000;
@@ -48,6 +54,12 @@ export class ServerMetrics {
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
       registers: [this.registry],
     });
+    new Gauge({
+      name: 'cfs_build_info',
+      help: 'Always 1; its labels say what runs: the server version, the Node.js version and the store.',
+      labelNames: ['version', 'node_version', 'database'],
+      registers: [this.registry],
+    }).set({ version: SERVER_VERSION, node_version: process.versions.node, database: db.kind }, 1);
     const operations = new OperationRepository(db.knex);
     new Gauge({
       name: 'cfs_operations_open',

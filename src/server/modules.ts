@@ -21,6 +21,6 @@ export async function buildModules(ctx: ModuleContext) {
   const iam = await iamModule(ctx, { users: users.users, operations });
   const cloud = cloudModule(ctx, { users: users.users, operations, extraResolvers: iam.resolvers, parentExists: iam.parentExists, services: iam.services });
   modules.push(cloud, iam);
-  modules.push(contractsModule()); // /openapi, /graphql/*.graphql, /docs, gRPC reflection of every service above
+  modules.push(contractsModule({ serviceName: ctx.config.serviceName, metricsEnabled: ctx.config.metricsEnabled })); // /, /openapi, /graphql/*.graphql, /graphql/explorer/*, /docs, gRPC reflection of every service above
   return { modules, users: users.users };
 }

@@ -14,7 +14,7 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /**
  * A problem with `DATA_DIR` that stops the embedded database from opening. The message names the
@@ -36,6 +36,24 @@ export interface DataDirLock {
 }
 
 /**
+ * `mkdir -p`, one level at a time: Node's `mkdirSync(…, {recursive: true})` never returns for a path
+ * under /proc (it retries the same ENOENT forever, synchronously), and so the start hung past
+ * STARTUP_TIMEOUT_MS with no word. An existing entry is left for the caller to check.
+ */
+function makeDirectories(dir: string, mode: number): void {
+  try {
+    mkdirSync(dir, { mode });
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === 'EEXIST') return;
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw error;
+    makeDirectories(parent, mode);
+    mkdirSync(dir, { mode });
+  }
+}
+
+/**
  * Creates `DATA_DIR` private to this user (0700): it holds the database, and with it the token
  * signing keys, and PGlite writes its files world-readable (0666), so the directory's mode is what
  * keeps other users out. An existing directory open to others (earlier versions made it 0755) is
@@ -44,7 +62,7 @@ export interface DataDirLock {
  */
 export function preparePrivateDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makeDirectories(dataDir, 0o700);
   } catch (error) {
     const code = errorCode(error);
     if (code === 'EEXIST' || code === 'ENOTDIR') throw new DataDirError(`DATA_DIR ${dataDir} is not a directory (a file is in the way)`);

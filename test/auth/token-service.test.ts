@@ -17,8 +17,8 @@ beforeAll(async () => {
   serverKey = { kid: row.kid, privateKey: createPrivateKey(row.private_key_pem) };
 });
 afterAll(async () => {
-  await db.close();
-  await drop();
+  await db?.close();
+  await drop?.();
 });
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');

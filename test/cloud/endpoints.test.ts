@@ -29,9 +29,9 @@ describe('with API_DOMAIN set', () => {
     iam = new GrpcTestClient(cloud.server.url, { 'grpc.default_authority': 'cpl.iam.api.test' });
   });
   afterAll(async () => {
-    compute.close();
-    iam.close();
-    await cloud.close();
+    compute?.close();
+    iam?.close();
+    await cloud?.close();
   });
 
   test('a service answers on its own endpoint and on hosts outside the domain', async () => {

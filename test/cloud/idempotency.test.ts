@@ -9,7 +9,7 @@ let cloud: CloudServer;
 beforeAll(async () => {
   cloud = await startCloudServer({ COMPUTE_WORK_MS: '50' });
 });
-afterAll(() => cloud.close());
+afterAll(() => cloud?.close());
 
 const M = InstanceService.method;
 

@@ -36,8 +36,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await module.stop?.();
-  await db.close();
-  await drop();
+  await db?.close();
+  await drop?.();
 });
 
 /** The ConnectError a call must fail with. */

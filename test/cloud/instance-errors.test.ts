@@ -10,7 +10,7 @@ let cloud: CloudServer;
 beforeAll(async () => {
   cloud = await startCloudServer({ QUOTA_INSTANCES_PER_PROJECT: '2', COMPUTE_WORK_MS: '150' });
 });
-afterAll(() => cloud.close());
+afterAll(() => cloud?.close());
 
 const M = InstanceService.method;
 

@@ -11,7 +11,7 @@ beforeAll(async () => {
   // mutation returns: the simulated work must outlast one Get even on a loaded machine.
   cloud = await startCloudServer({ COMPUTE_WORK_MS: '800' });
 });
-afterAll(() => cloud.close());
+afterAll(() => cloud?.close());
 
 const M = InstanceService.method;
 

@@ -28,8 +28,8 @@ beforeAll(async () => {
   operations = new Operations(db.knex);
 });
 afterAll(async () => {
-  await db.close();
-  await drop();
+  await db?.close();
+  await drop?.();
 });
 
 const workers: OperationWorker[] = [];

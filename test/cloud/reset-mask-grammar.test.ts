@@ -10,7 +10,7 @@ let cloud: CloudServer;
 beforeAll(async () => {
   cloud = await startCloudServer({ COMPUTE_WORK_MS: '5' });
 });
-afterAll(() => cloud.close());
+afterAll(() => cloud?.close());
 
 const M = InstanceService.method;
 

@@ -11,8 +11,8 @@ beforeAll(async () => {
   ({ db, drop } = await openTestDatabase());
 });
 afterAll(async () => {
-  await db.close();
-  await drop();
+  await db?.close();
+  await drop?.();
 });
 
 async function adminToken(url: string): Promise<string> {

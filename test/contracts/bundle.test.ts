@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { budget } from '../support/budget.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -128,5 +129,5 @@ describe('npm run contracts:bundle', () => {
     expect(stdout.trim().split(',')).toEqual(expect.arrayContaining(['createCloudClient', 'createRestClient', 'createUsersClient', 'cloudServices']));
     const sdk = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@contract-first-server/contracts/sdk'); console.log(Object.keys(m).sort().join(','))"], { cwd: project, env });
     expect(sdk.stdout.trim().split(',')).toEqual(expect.arrayContaining(['createCloudSdk', 'waitForOperation', 'ServiceAccountCredentials', 'isRetriable']));
-  }, 180_000);
+  }, budget(60_000));
 });

@@ -20,7 +20,7 @@ beforeAll(async () => {
   admin = await bootstrapAdmin(server);
   publishingToken = (await login(server, SUPERUSER.email, SUPERUSER.password)).body.accessToken as string;
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 describe('query parameters an operation does not declare', () => {
   test.each([

@@ -17,7 +17,7 @@ describe('gRPC server reflection', () => {
   beforeAll(async () => {
     server = await startServer();
   });
-  afterAll(() => server.close());
+  afterAll(() => server?.close());
 
   it('lets buf curl list the methods of every registered service', async () => {
     const output = await bufCurl(server, '--list-methods', server.url);

@@ -13,7 +13,7 @@ describe('the server serves its contracts', () => {
   beforeAll(async () => {
     server = await startServer();
   });
-  afterAll(() => server.close());
+  afterAll(() => server?.close());
 
   it('lists every OpenAPI document at /openapi', async () => {
     const response = await server.request('GET', '/openapi', { unchecked: true });

@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await server.close();
+  await server?.close();
 });
 
 /** A base64 `data:` URL of an image of `bytes` bytes, as a browser's FileReader makes it. */

@@ -11,7 +11,7 @@ beforeAll(async () => {
   server = await startServer();
   admin = await bootstrapAdmin(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 describe('POST /api/users', () => {
   test('answers 200 with default settings, profilePicture "" and onboardingDone false', async () => {

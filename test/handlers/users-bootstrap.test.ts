@@ -6,7 +6,7 @@ describe('first run, on an empty database', () => {
   beforeAll(async () => {
     server = await startServer();
   });
-  afterAll(() => server.close());
+  afterAll(() => server?.close());
 
   test('anyone may create users while no admin exists, and a plain user does not close the door', async () => {
     const early = await call(server, 'POST', '/api/users', { body: { name: 'early', password: 'early-password', isAdmin: false } });

@@ -37,8 +37,8 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
 });
 afterAll(async () => {
-  await app.close();
-  await drop();
+  await app?.close();
+  await drop?.();
 });
 
 test('sign-ins, password changes and bad requests log no password, hash or token', async () => {

@@ -81,7 +81,7 @@ beforeAll(async () => {
   other = await createAccount(server, admin, 'other');
   shared = await createAccount(server, admin, 'subject');
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 test.each(CASES)('%s as %s → %i', async (_endpoint, caller, want, row) => {
   counter += 1;

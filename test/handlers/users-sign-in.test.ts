@@ -13,7 +13,7 @@ beforeAll(async () => {
   admin = await bootstrapAdmin(server);
   bob = await createAccount(server, admin, 'bob');
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 function decode(part: string | undefined): Record<string, unknown> {
   return JSON.parse(Buffer.from(part ?? '', 'base64url').toString('utf8'));

@@ -4,6 +4,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { startServer, type TestServer } from '../support/app.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { budget } from '../support/budget.js';
 
 /** Short timeouts so each case takes well under a second; the defaults are in src/config.ts. */
 const TIMEOUTS = {
@@ -20,7 +21,7 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startServer(TIMEOUTS);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 /** A raw TCP connection; `closed` resolves with the ms from connect to close and what the server sent. */
 async function rawConnection(port: number): Promise<{ socket: net.Socket; closed: Promise<{ ms: number; received: string }> }> {
@@ -84,46 +85,54 @@ test('an idle HTTP/2 session gets a GOAWAY after HTTP2_IDLE_TIMEOUT_MS', async (
   await within(SLACK_MS, 'HTTP/2 session after GOAWAY', once(session, 'close'));
 });
 
-test('close() after a keep-alive request returns at once (no wait for the idle connection)', async () => {
-  const own = await startServer();
-  const agent = new http.Agent({ keepAlive: true });
-  try {
-    const status = await new Promise<number>((resolve, reject) => {
-      http
-        .get(`${own.url}/healthz`, { agent }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        })
-        .on('error', reject);
-    });
-    expect(status).toBe(200);
-    const started = performance.now();
-    await own.close();
-    // Was 3 s (the idle socket was never closed by the server); now the store's close dominates.
-    expect(performance.now() - started).toBeLessThan(1000);
-  } finally {
-    agent.destroy();
-  }
-}, 60_000);
+test(
+  'close() after a keep-alive request returns at once (no wait for the idle connection)',
+  async () => {
+    const own = await startServer();
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        http
+          .get(`${own.url}/healthz`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          })
+          .on('error', reject);
+      });
+      expect(status).toBe(200);
+      const started = performance.now();
+      await own.close();
+      // Was 3 s (the idle socket was never closed by the server); now the store's close dominates.
+      expect(performance.now() - started).toBeLessThan(1000);
+    } finally {
+      agent.destroy();
+    }
+  },
+  budget(20_000),
+);
 
-test('on shutdown, a stalled request is cut at the end of SHUTDOWN_GRACE_MS and a half-sent one at once', async () => {
-  const own = await startServer(TIMEOUTS);
-  // In flight: the headers are in, the body never completes.
-  const stalled = await rawConnection(own.port);
-  stalled.socket.write('POST /api/auth HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":');
-  // Not yet a request: headers still arriving.
-  const halfSent = await rawConnection(own.port);
-  halfSent.socket.write('GET /api HTTP/1.1\r\nHost: loc');
-  // The server has the stalled request once its response to a later request on another connection arrives.
-  await fetch(`${own.url}/healthz`).then((response) => response.text());
-  const started = performance.now();
-  const closing = own.close();
-  await within(SLACK_MS, 'half-sent request on shutdown', halfSent.closed);
-  expect(performance.now() - started).toBeLessThan(400);
-  await within(500 + SLACK_MS, 'stalled request at the end of the grace', stalled.closed);
-  await closing;
-  expect(performance.now() - started).toBeGreaterThanOrEqual(450);
-}, 60_000);
+test(
+  'on shutdown, a stalled request is cut at the end of SHUTDOWN_GRACE_MS and a half-sent one at once',
+  async () => {
+    const own = await startServer(TIMEOUTS);
+    // In flight: the headers are in, the body never completes.
+    const stalled = await rawConnection(own.port);
+    stalled.socket.write('POST /api/auth HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{"name":');
+    // Not yet a request: headers still arriving.
+    const halfSent = await rawConnection(own.port);
+    halfSent.socket.write('GET /api HTTP/1.1\r\nHost: loc');
+    // The server has the stalled request once its response to a later request on another connection arrives.
+    await fetch(`${own.url}/healthz`).then((response) => response.text());
+    const started = performance.now();
+    const closing = own.close();
+    await within(SLACK_MS, 'half-sent request on shutdown', halfSent.closed);
+    expect(performance.now() - started).toBeLessThan(400);
+    await within(500 + SLACK_MS, 'stalled request at the end of the grace', stalled.closed);
+    await closing;
+    expect(performance.now() - started).toBeGreaterThanOrEqual(450);
+  },
+  budget(20_000),
+);
 
 test('the timeouts are validated: whole milliseconds in range, and headers within the request timeout', () => {
   expect(loadConfig({}).headersTimeoutMs).toBe(20_000);

@@ -109,3 +109,8 @@ test('a DATA_DIR that is a file is refused with a message naming DATA_DIR', asyn
   writeFileSync(file, 'not a directory');
   await expect(open(file)).rejects.toThrow(`DATA_DIR ${file} is not a directory`);
 });
+
+test('a DATA_DIR that cannot be created (under /proc) is refused at once with a message naming DATA_DIR, instead of hanging', () => {
+  // Node's recursive mkdirSync never returns for such a path; the start must not block on it.
+  expect(() => preparePrivateDataDir('/proc/cfs-test/data')).toThrow('DATA_DIR /proc/cfs-test/data cannot be created');
+});

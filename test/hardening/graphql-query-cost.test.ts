@@ -10,7 +10,7 @@ beforeAll(async () => {
   server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
   actors = await createActors(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 /** Fragments F0..Fn on `type`, each spreading the previous one twice: Fn stands for 2^n copies of `leaf`. */
 function doublingFragments(n: number, type: string, leaf: string): string {

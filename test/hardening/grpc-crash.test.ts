@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   process.off('unhandledRejection', onUnhandled);
-  await cloud.close();
+  await cloud?.close();
 });
 
 /** An envelope header announcing `announced` bytes, followed by only `sent` bytes of them. */

@@ -13,7 +13,7 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 /** A GetInstanceRequest whose `id` (field 1, a string) is `size` bytes: valid protobuf, too large. */
 function oversizedGetRequest(size: number): Buffer {
@@ -180,7 +180,7 @@ describe('gzip bombs (against a server process, whose peak memory is measured)',
   });
   afterAll(async () => {
     const peak = (await child.memory()).maxRss;
-    await child.close();
+    await child?.close();
     // Each bomb inflates to at most the 4 MiB limit; 128 MiB would have been inflated before auth.
     expect(peak - baseline).toBeLessThan(64 * 1024 * 1024);
   });

@@ -15,7 +15,7 @@ let cloud: CloudServer;
 beforeAll(async () => {
   cloud = await startCloudServer();
 });
-afterAll(() => cloud.close());
+afterAll(() => cloud?.close());
 
 const PROTOCOLS: Array<[string, (baseUrl: string) => Transport, RegExp]> = [
   ['Connect JSON', (baseUrl) => createConnectTransport({ baseUrl, httpVersion: '1.1', useBinaryFormat: false, jsonOptions }), /^application\/json/],

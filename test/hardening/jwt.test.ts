@@ -21,7 +21,7 @@ beforeAll(async () => {
   serverKey = { kid: row.kid, pem: row.private_key_pem };
 });
 afterAll(async () => {
-  await cloud.close();
+  await cloud?.close();
 });
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');

@@ -18,7 +18,7 @@ beforeAll(async () => {
   superuserToken = (await createActors(server)).tokens.superuser;
   admin = await bootstrapAdmin(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 async function newWriter(email: string, password = 'right-password-1'): Promise<void> {
   const created = await server.request('POST', '/v1/writers', { token: superuserToken, body: { email, password, name: email.split('@')[0], role: 'writer' } });

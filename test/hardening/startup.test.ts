@@ -9,6 +9,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { LOCK_FILE } from '../../src/store/data-dir-lock.js';
 import { pgliteTemplatePath } from '../support/template.js';
 import { runChild, spawnChild, type ChildOptions, type ChildResult } from './startup-child.js';
+import { budget } from '../support/budget.js';
 
 /**
  * Each bad setting, given to a real `node --import tsx src/main.ts`: one line on stderr naming the
@@ -16,7 +17,7 @@ import { runChild, spawnChild, type ChildOptions, type ChildResult } from './sta
  * side by side; the ones that need a working store use one DATA_DIR loaded from the template.
  */
 // Child processes that load TypeScript and a database: slow on a busy machine, never unbounded.
-jest.setTimeout(90_000);
+jest.setTimeout(budget(30_000));
 const root = mkdtempSync(join(tmpdir(), 'cfs-startup-'));
 const servers: Server[] = [];
 const sockets: Socket[] = [];

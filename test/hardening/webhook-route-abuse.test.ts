@@ -12,7 +12,7 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ WEBHOOK_ROUTE_LIMIT: String(LIMIT), WEBHOOK_ROUTE_WINDOW_SECONDS: '60' });
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 describe('route creation is limited per client address', () => {
   test('after WEBHOOK_ROUTE_LIMIT routes, POST /routes and GET /inspect answer 429 with Retry-After in problem details; refused input costs nothing', async () => {
@@ -130,7 +130,7 @@ describe('every answer of the capture path is sandboxed', () => {
   beforeAll(async () => {
     open = await startServer();
   });
-  afterAll(() => open.close());
+  afterAll(() => open?.close());
 
   const guarded = (headers: Record<string, unknown>) => {
     expect(headers['content-security-policy']).toBe("default-src 'none'; sandbox");

@@ -20,7 +20,7 @@ beforeAll(async () => {
   adminToken = admin.body.accessToken;
   writerToken = (await login(server, SUPERUSER.email, SUPERUSER.password)).body.accessToken;
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 /** Runs `action` while `table` is renamed away, then puts it back. */
 async function withoutTable<T>(table: string, action: () => Promise<T>): Promise<T> {

@@ -8,6 +8,7 @@ import { encodeStatus, Operations } from '../../src/engines/operations/index.js'
 import { toRpcStatus } from '../../src/handlers/cloud/errors.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { GrpcTestClient } from '../support/grpc.js';
+import { budget } from '../support/budget.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const ADMIN = { name: 'cli-admin', password: 'cli-admin-password' };
@@ -20,7 +21,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cfs-cli-'));
 });
 afterAll(async () => {
-  await server.close();
+  await server?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -38,62 +39,66 @@ function cfs(args: string[], env: Record<string, string> = {}): Promise<{ code: 
   });
 }
 
-test('the whole service-account flow works from the command line, over gRPC and HTTP', async () => {
-  const signIn = await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password]);
-  expect(signIn).toMatchObject({ code: 0, stderr: '' });
-  const admin = signIn.stdout.trim();
-  expect(admin.split('.')).toHaveLength(3);
+test(
+  'the whole service-account flow works from the command line, over gRPC and HTTP',
+  async () => {
+    const signIn = await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password]);
+    expect(signIn).toMatchObject({ code: 0, stderr: '' });
+    const admin = signIn.stdout.trim();
+    expect(admin.split('.')).toHaveLength(3);
 
-  const project = await cfs(['iam', 'project', 'create', '--name', 'cli-project'], { CFS_TOKEN: admin });
-  expect(project.code).toBe(0);
-  const projectId = JSON.parse(project.stdout).resourceId as string;
-  expect(projectId).toMatch(/^project-/);
-  const list = await cfs(['iam', 'project', 'list'], { CFS_TOKEN: admin });
-  expect(list.stdout).toMatch(/ default\n/);
-  expect(list.stdout).toContain(`${projectId} cli-project`);
+    const project = await cfs(['iam', 'project', 'create', '--name', 'cli-project'], { CFS_TOKEN: admin });
+    expect(project.code).toBe(0);
+    const projectId = JSON.parse(project.stdout).resourceId as string;
+    expect(projectId).toMatch(/^project-/);
+    const list = await cfs(['iam', 'project', 'list'], { CFS_TOKEN: admin });
+    expect(list.stdout).toMatch(/ default\n/);
+    expect(list.stdout).toContain(`${projectId} cli-project`);
 
-  const account = await cfs(['iam', 'service-account', 'create', '--project', projectId, '--name', 'robot', '--token', admin]);
-  expect(account.code).toBe(0);
-  const created = JSON.parse(account.stdout);
-  expect(created).toMatchObject({ description: 'Create service account', status: {} });
-  const accountId = created.resourceId as string;
+    const account = await cfs(['iam', 'service-account', 'create', '--project', projectId, '--name', 'robot', '--token', admin]);
+    expect(account.code).toBe(0);
+    const created = JSON.parse(account.stdout);
+    expect(created).toMatchObject({ description: 'Create service account', status: {} });
+    const accountId = created.resourceId as string;
 
-  const generated = await cfs(['iam', 'key', 'generate', '--service-account', accountId, '--output', 'key.json'], { CFS_TOKEN: admin });
-  expect(generated.code).toBe(0);
-  const keyFile = JSON.parse(readFileSync(join(dir, 'key.json'), 'utf8'));
-  expect(keyFile).toEqual({ id: generated.stdout.trim(), service_account_id: accountId, private_key: expect.stringMatching(/^-----BEGIN PRIVATE KEY-----/) });
-  expect(statSync(join(dir, 'key.json')).mode & 0o777).toBe(0o600);
-  expect(generated.stdout).not.toContain('PRIVATE');
-  const again = await cfs(['iam', 'key', 'generate', '--service-account', accountId, '--output', 'key.json'], { CFS_TOKEN: admin });
-  expect(again.code).toBe(1);
-  expect(again.stderr).toMatch(/EEXIST|exists/);
-  expect(JSON.parse(readFileSync(join(dir, 'key.json'), 'utf8')).private_key).toBe(keyFile.private_key);
+    const generated = await cfs(['iam', 'key', 'generate', '--service-account', accountId, '--output', 'key.json'], { CFS_TOKEN: admin });
+    expect(generated.code).toBe(0);
+    const keyFile = JSON.parse(readFileSync(join(dir, 'key.json'), 'utf8'));
+    expect(keyFile).toEqual({ id: generated.stdout.trim(), service_account_id: accountId, private_key: expect.stringMatching(/^-----BEGIN PRIVATE KEY-----/) });
+    expect(statSync(join(dir, 'key.json')).mode & 0o777).toBe(0o600);
+    expect(generated.stdout).not.toContain('PRIVATE');
+    const again = await cfs(['iam', 'key', 'generate', '--service-account', accountId, '--output', 'key.json'], { CFS_TOKEN: admin });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/EEXIST|exists/);
+    expect(JSON.parse(readFileSync(join(dir, 'key.json'), 'utf8')).private_key).toBe(keyFile.private_key);
 
-  const overGrpc = await cfs(['iam', 'exchange', '--key', 'key.json']);
-  expect(overGrpc).toMatchObject({ code: 0, stderr: '' });
-  const overHttp = await cfs(['iam', 'exchange', '--key', 'key.json', '--http']);
-  expect(overHttp).toMatchObject({ code: 0, stderr: '' });
-  const token = overGrpc.stdout.trim();
-  const whoami = await cfs(['iam', 'whoami'], { CFS_TOKEN: overHttp.stdout.trim() });
-  expect(JSON.parse(whoami.stdout)).toMatchObject({
-    serviceAccountProfile: { info: { metadata: { id: accountId, parentId: projectId, name: 'robot' }, status: { active: true } } },
-  });
-  expect(JSON.parse((await cfs(['iam', 'whoami'])).stdout)).toEqual({ anonymousProfile: {} });
+    const overGrpc = await cfs(['iam', 'exchange', '--key', 'key.json']);
+    expect(overGrpc).toMatchObject({ code: 0, stderr: '' });
+    const overHttp = await cfs(['iam', 'exchange', '--key', 'key.json', '--http']);
+    expect(overHttp).toMatchObject({ code: 0, stderr: '' });
+    const token = overGrpc.stdout.trim();
+    const whoami = await cfs(['iam', 'whoami'], { CFS_TOKEN: overHttp.stdout.trim() });
+    expect(JSON.parse(whoami.stdout)).toMatchObject({
+      serviceAccountProfile: { info: { metadata: { id: accountId, parentId: projectId, name: 'robot' }, status: { active: true } } },
+    });
+    expect(JSON.parse((await cfs(['iam', 'whoami'])).stdout)).toEqual({ anonymousProfile: {} });
 
-  const grpc = new GrpcTestClient(server.url);
-  try {
-    const { message: operation } = await grpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name: 'cli-vm' } }, { token });
-    const waited = await cfs(['operation', 'wait', operation.id], { CFS_TOKEN: token });
-    expect(waited.code).toBe(0);
-    expect(JSON.parse(waited.stdout)).toMatchObject({ id: operation.id, resourceId: operation.resourceId, status: {}, finishedAt: expect.any(String) });
-    const refused = await grpc
-      .call(InstanceService.method.create, { metadata: { parentId: 'project-elsewhere', name: 'x' } }, { token })
-      .catch((error: Error) => error);
-    expect(String(refused)).toMatch(/PERMISSION_DENIED/);
-  } finally {
-    grpc.close();
-  }
-}, 60_000);
+    const grpc = new GrpcTestClient(server.url);
+    try {
+      const { message: operation } = await grpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name: 'cli-vm' } }, { token });
+      const waited = await cfs(['operation', 'wait', operation.id], { CFS_TOKEN: token });
+      expect(waited.code).toBe(0);
+      expect(JSON.parse(waited.stdout)).toMatchObject({ id: operation.id, resourceId: operation.resourceId, status: {}, finishedAt: expect.any(String) });
+      const refused = await grpc
+        .call(InstanceService.method.create, { metadata: { parentId: 'project-elsewhere', name: 'x' } }, { token })
+        .catch((error: Error) => error);
+      expect(String(refused)).toMatch(/PERMISSION_DENIED/);
+    } finally {
+      grpc.close();
+    }
+  },
+  budget(20_000),
+);
 
 test('operation wait prints a failed operation and exits 1', async () => {
   const operations = new Operations(server.app.db.knex);

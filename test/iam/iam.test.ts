@@ -33,7 +33,7 @@ beforeAll(async () => {
   robot = await createServiceAccountWithKey(cloud.grpc, cloud.admin.token, projectA, 'robot');
 });
 afterAll(async () => {
-  await cloud.close();
+  await cloud?.close();
 });
 
 const P = ProjectService.method;

@@ -56,7 +56,7 @@ beforeAll(async () => {
   tenant = (await cloud.grpc.call(ProjectService.method.get, { id: projectA }, { token: cloud.admin.token })).message.metadata?.parentId ?? '';
 });
 afterAll(async () => {
-  await cloud.close();
+  await cloud?.close();
 });
 
 let serial = 0;

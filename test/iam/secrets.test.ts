@@ -34,9 +34,9 @@ beforeAll(async () => {
   grpc = new GrpcTestClient(url);
 });
 afterAll(async () => {
-  grpc.close();
-  await app.close();
-  await drop();
+  grpc?.close();
+  await app?.close();
+  await drop?.();
 });
 
 /** Distinctive pieces of a secret: the whole, and slices that survive escaping or line wrapping. */

@@ -12,7 +12,7 @@ beforeAll(async () => {
   const cooking = await server.request('POST', '/v1/topics', { token: actors.tokens.superuser, body: { title: 'Cooking' } });
   topics = { engineering: engineering.body._id, cooking: cooking.body._id };
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 async function write(token: string, body: Record<string, unknown>) {
   const created = await server.request('POST', '/v1/articles', { token, body: { text: 'Some text', ...body } });
@@ -154,7 +154,7 @@ describe('reading', () => {
     }
     ids.topic = topic.body._id;
   });
-  afterAll(() => server2.close());
+  afterAll(() => server2?.close());
 
   const titles = (body: { items: Array<{ _id: string }> }) => body.items.map((item) => Object.entries(ids).find(([, id]) => id === item._id)?.[0]);
 

@@ -11,7 +11,7 @@ beforeAll(async () => {
   server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
   actors = await createActors(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 const ARTICLE = '_id title text status tags files { url fileType } publishedAt createdAt modifiedAt author { _id name email role } topic { _id title }';
 

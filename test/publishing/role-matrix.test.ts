@@ -16,7 +16,7 @@ beforeAll(async () => {
   const topic = await server.request('POST', '/v1/topics', { token: actors.tokens.superuser, body: { title: 'Matrix' } });
   topicId = topic.body._id;
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 async function writersDraft(): Promise<string> {
   const created = await server.request('POST', '/v1/articles', { token: actors.tokens.writer, body: { title: 'Draft', text: 'Body', topic: topicId } });

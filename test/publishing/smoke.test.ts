@@ -8,7 +8,7 @@ beforeAll(async () => {
   server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
   actors = await createActors(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 test('a writer writes, an editor publishes, anyone reads it', async () => {
   const topic = await server.request('POST', '/v1/topics', { token: actors.tokens.superuser, body: { title: 'Engineering' } });

@@ -19,7 +19,7 @@ beforeAll(async () => {
   // A valid token of another audience (the User Account API).
   accountToken = (await server.request('POST', '/api/auth', { body: { name: 'admin', password: 'admin-password-1' } })).body.accessToken;
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 type Headers = Record<string, string>;
 const OK = 200;

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { startServer, type TestServer } from '../support/app.js';
 import { openDatabase } from '../../src/store/database.js';
 import { createActors, login, SUPERUSER, type Actors } from './support.js';
+import { budget } from '../support/budget.js';
 
 let server: TestServer;
 let actors: Actors;
@@ -14,7 +15,7 @@ beforeAll(async () => {
   server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
   actors = await createActors(server);
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 describe('writers', () => {
   test('SUPERUSER_EMAIL and SUPERUSER_PASSWORD create a superuser at start', async () => {
@@ -139,22 +140,26 @@ describe('topics', () => {
 
 describe('the create-superuser command', () => {
   const run = promisify(execFile);
-  test('creates a superuser in a PGlite data directory (or DATABASE_URL), once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'publishing-cli-'));
-    try {
-      const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent' };
-      delete env.DATABASE_URL;
-      const args = ['--import', 'tsx', 'scripts/create-superuser.ts', '--email', 'Cli@Example.com', '--password', 'cli-password-1'];
-      const first = await run(process.execPath, args, { env });
-      expect(first.stdout).toContain('created superuser Cli@Example.com');
-      const second = await run(process.execPath, args, { env }).catch((error: { code: number; stdout: string }) => error);
-      expect(second).toMatchObject({ code: 1 });
-      const db = await openDatabase({ dataDir: join(dir, 'data') });
-      const row = await db.knex('publishing_users').where({ email: 'Cli@Example.com' }).first();
-      await db.close();
-      expect(row.role).toBe('superuser');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  test(
+    'creates a superuser in a PGlite data directory (or DATABASE_URL), once',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'publishing-cli-'));
+      try {
+        const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'silent' };
+        delete env.DATABASE_URL;
+        const args = ['--import', 'tsx', 'scripts/create-superuser.ts', '--email', 'Cli@Example.com', '--password', 'cli-password-1'];
+        const first = await run(process.execPath, args, { env });
+        expect(first.stdout).toContain('created superuser Cli@Example.com');
+        const second = await run(process.execPath, args, { env }).catch((error: { code: number; stdout: string }) => error);
+        expect(second).toMatchObject({ code: 1 });
+        const db = await openDatabase({ dataDir: join(dir, 'data') });
+        const row = await db.knex('publishing_users').where({ email: 'Cli@Example.com' }).first();
+        await db.close();
+        expect(row.role).toBe('superuser');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    budget(20_000),
+  );
 });

@@ -1,12 +1,11 @@
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
 import { bootstrapAdmin } from '../handlers/users-fixtures.js';
+import { budget } from '../support/budget.js';
+import { CHROMIUM, haveChromium, launchChromium } from '../support/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`SKIPPED the CORS browser test: ${CHROMIUM} is missing (CI installs it with apt-get install chromium)`);
 const browserTest = haveChromium ? test : test.skip;
 
@@ -36,14 +35,14 @@ beforeAll(async () => {
   pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
   [withCors, withoutCors] = await Promise.all([startServer({ CORS_ORIGINS: pageOrigin }), startServer()]);
   if (haveChromium) {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     page = await browser.newPage();
     await page.goto(pageOrigin);
   }
-}, 60_000);
+}, budget(20_000));
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([withCors.close(), withoutCors.close()]);
+  await Promise.all([withCors?.close(), withoutCors?.close()]);
   await new Promise((resolve) => pageServer.close(resolve));
 });
 
@@ -91,7 +90,7 @@ browserTest(
     expect(rpc).toMatchObject({ ok: true, status: 200, body: { status: 'SERVING' } });
     expect(rpc.requestId).toMatch(/\S/);
   },
-  30_000,
+  budget(10_000),
 );
 
 browserTest(
@@ -105,5 +104,5 @@ browserTest(
     // The same calls from the page's own origin are fine: the refusal is the browser's CORS check.
     expect((await fetch(`${withoutCors.url}/api/users`, { headers: { authorization: `Bearer ${admin.token}` } })).status).toBe(200);
   },
-  30_000,
+  budget(10_000),
 );

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 import { openDatabase } from '../../src/store/database.js';
 import { pgliteTemplatePath } from '../support/template.js';
+import { budget } from '../support/budget.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -158,53 +159,57 @@ describe('the container CMD', () => {
       const seeded = await openDatabase({ dataDir: env.DATA_DIR, loadDataDir: new Blob([readFileSync(pgliteTemplatePath())]) });
       await seeded.close();
     }
-  }, 60_000);
+  }, budget(20_000));
 
   afterAll(async () => {
-    await dropDatabase();
+    await dropDatabase?.();
     rmSync(app, { recursive: true, force: true });
   });
 
-  it('answers the HEALTHCHECK, and on SIGTERM shuts down gracefully and exits 0 within the grace', async () => {
-    const [command = '', ...args] = execForm(last('CMD')?.args ?? '') ?? [];
-    expect(command).toBe('node');
-    const child = spawn(process.execPath, args, { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-
-    // The server logs `listening` once the port is open (pino JSON lines).
-    await new Promise<void>((resolve, reject) => {
-      const onData = () => {
-        if (output.includes('"msg":"listening"')) resolve();
-      };
-      child.stdout.on('data', onData);
-      void exited.then(({ code }) => reject(new Error(`the server exited with ${code} before listening:\n${output}`)));
-    });
-
-    const probe = execForm((last('HEALTHCHECK')?.args ?? '').replace(/^(--\S+\s+)*CMD\s+/, '')) ?? [];
-    const healthcheck = () =>
-      run(process.execPath, probe.slice(1), { env }).then(
-        () => 0,
-        (error: { code?: number }) => error.code ?? 1,
+  it(
+    'answers the HEALTHCHECK, and on SIGTERM shuts down gracefully and exits 0 within the grace',
+    async () => {
+      const [command = '', ...args] = execForm(last('CMD')?.args ?? '') ?? [];
+      expect(command).toBe('node');
+      const child = spawn(process.execPath, args, { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.once('exit', (code, signal) => resolve({ code, signal })),
       );
-    // Ready needs the database (and its listener) up: poll the probe as docker would, bounded.
-    let health = 1;
-    for (let attempt = 0; attempt < 50 && health !== 0; attempt++) health = await healthcheck();
-    expect(health).toBe(0);
 
-    const grace = Number(env.SHUTDOWN_GRACE_MS ?? 10_000);
-    const signalled = Date.now();
-    child.kill('SIGTERM');
-    const result = await Promise.race([exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), grace + 2000).unref())]);
-    if (result === 'timeout') child.kill('SIGKILL');
-    expect(result).toEqual({ code: 0, signal: null });
-    expect(Date.now() - signalled).toBeLessThan(grace);
-    expect(output).toContain('"msg":"shutting down"');
-    // Once stopped, the probe reports unhealthy.
-    expect(await healthcheck()).not.toBe(0);
-  }, 60_000);
+      // The server logs `listening` once the port is open (pino JSON lines).
+      await new Promise<void>((resolve, reject) => {
+        const onData = () => {
+          if (output.includes('"msg":"listening"')) resolve();
+        };
+        child.stdout.on('data', onData);
+        void exited.then(({ code }) => reject(new Error(`the server exited with ${code} before listening:\n${output}`)));
+      });
+
+      const probe = execForm((last('HEALTHCHECK')?.args ?? '').replace(/^(--\S+\s+)*CMD\s+/, '')) ?? [];
+      const healthcheck = () =>
+        run(process.execPath, probe.slice(1), { env }).then(
+          () => 0,
+          (error: { code?: number }) => error.code ?? 1,
+        );
+      // Ready needs the database (and its listener) up: poll the probe as docker would, bounded.
+      let health = 1;
+      for (let attempt = 0; attempt < 50 && health !== 0; attempt++) health = await healthcheck();
+      expect(health).toBe(0);
+
+      const grace = Number(env.SHUTDOWN_GRACE_MS ?? 10_000);
+      const signalled = Date.now();
+      child.kill('SIGTERM');
+      const result = await Promise.race([exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), grace + 2000).unref())]);
+      if (result === 'timeout') child.kill('SIGKILL');
+      expect(result).toEqual({ code: 0, signal: null });
+      expect(Date.now() - signalled).toBeLessThan(grace);
+      expect(output).toContain('"msg":"shutting down"');
+      // Once stopped, the probe reports unhealthy.
+      expect(await healthcheck()).not.toBe(0);
+    },
+    budget(20_000),
+  );
 });

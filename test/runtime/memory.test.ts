@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { openDatabase } from '../../src/store/database.js';
 import { pgliteTemplatePath } from '../support/template.js';
 import { buildServer, spawnServer, watch } from './compiled-server.js';
+import { budget } from '../support/budget.js';
 
 /**
  * The embedded store's memory (docs/operations.md, Memory). The exact figure is `npm run
  * bench:memory`'s (compiled server, every API family); here, deterministic settings and one bound
  * generous enough for a loaded machine: the old default idled at ~390 MB on a restart.
  */
-jest.setTimeout(90_000);
+jest.setTimeout(budget(30_000));
 const template = () => new Blob([readFileSync(pgliteTemplatePath())]);
 const onlyPglite = process.env.DATABASE_URL ? it.skip : it;
 

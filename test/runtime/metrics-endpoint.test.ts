@@ -5,6 +5,7 @@ import { ServerMetrics, createMetricsEndpoint } from '../../src/server/metrics.j
 import { openDatabase, type Database } from '../../src/store/database.js';
 import { pgliteTemplatePath } from '../support/template.js';
 import { readFileSync } from 'node:fs';
+import { budget } from '../support/budget.js';
 
 /**
  * `GET /metrics` answers what its source gives (with WORKERS > 1, the cluster's, through the primary:
@@ -15,10 +16,10 @@ let db: Database;
 let server: Server | undefined;
 beforeAll(async () => {
   db = await openDatabase({ dataDir: 'memory://', loadDataDir: new Blob([readFileSync(pgliteTemplatePath())]) });
-}, 30_000);
+}, budget(10_000));
 afterAll(async () => {
   server?.close();
-  await db.close();
+  await db?.close();
 });
 
 async function serve(collect: () => Promise<string>): Promise<string> {

@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/store/database.js';
 import { cloneTemplateDatabase, TcpProxy, viaProxy } from '../hardening/outage-support.js';
 import { expectGrpcError, GrpcTestClient } from '../support/grpc.js';
+import { budget } from '../support/budget.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
@@ -53,10 +54,10 @@ let client: GrpcTestClient;
 beforeAll(async () => {
   server = await startServer({ SHUTDOWN_GRACE_MS: '2000' });
   client = new GrpcTestClient(server.url);
-}, 30_000);
+}, budget(10_000));
 afterAll(async () => {
-  client.close();
-  await server.close();
+  client?.close();
+  await server?.close();
 });
 
 test('Check answers SERVING for the server and for a service it serves, NOT_FOUND for another', async () => {
@@ -66,14 +67,18 @@ test('Check answers SERVING for the server and for a service it serves, NOT_FOUN
   expect(error.code).toBe(grpc.status.NOT_FOUND);
 });
 
-test('buf curl reaches Health/Check over gRPC through reflection', async () => {
-  const { stdout } = await run(
-    join(ROOT, 'node_modules/.bin/buf'),
-    ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '-d', '{}', `${server.url}/grpc.health.v1.Health/Check`],
-    { cwd: ROOT },
-  );
-  expect(JSON.parse(stdout)).toEqual({ status: 'SERVING' });
-}, 30_000);
+test(
+  'buf curl reaches Health/Check over gRPC through reflection',
+  async () => {
+    const { stdout } = await run(
+      join(ROOT, 'node_modules/.bin/buf'),
+      ['curl', '--protocol', 'grpc', '--http2-prior-knowledge', '-d', '{}', `${server.url}/grpc.health.v1.Health/Check`],
+      { cwd: ROOT },
+    );
+    expect(JSON.parse(stdout)).toEqual({ status: 'SERVING' });
+  },
+  budget(10_000),
+);
 
 test('Watch sends SERVICE_UNKNOWN for an unknown service and keeps the call open', async () => {
   const watcher = watch(client.client, 'no.such.v1.Service');
@@ -82,20 +87,24 @@ test('Watch sends SERVICE_UNKNOWN for an unknown service and keeps the call open
   expect((await watcher.ended).code).toBe(grpc.status.CANCELLED);
 });
 
-test('when the database stops answering, Check answers NOT_SERVING and Watch streams the change and the recovery', async () => {
-  const watcher = watch(client.client);
-  expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
-  // Every pooled connection held by an open transaction: queries queue and the probe gets no answer
-  // within its second (PGlite's one connection, or the test pool's five on PostgreSQL).
-  const pool = server.app.db.kind === 'pglite' ? 1 : 5;
-  const held = await Promise.all(Array.from({ length: pool }, () => server.app.db.knex.transaction()));
-  expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
-  expect((await client.call(Health.method.check, {})).message.status).toBe(ServingStatus.NOT_SERVING);
-  await Promise.all(held.map((trx) => trx.rollback()));
-  expect(await watcher.next(3)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
-  watcher.cancel();
-  await watcher.ended;
-}, 20_000);
+test(
+  'when the database stops answering, Check answers NOT_SERVING and Watch streams the change and the recovery',
+  async () => {
+    const watcher = watch(client.client);
+    expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
+    // Every pooled connection held by an open transaction: queries queue and the probe gets no answer
+    // within its second (PGlite's one connection, or the test pool's five on PostgreSQL).
+    const pool = server.app.db.kind === 'pglite' ? 1 : 5;
+    const held = await Promise.all(Array.from({ length: pool }, () => server.app.db.knex.transaction()));
+    expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+    expect((await client.call(Health.method.check, {})).message.status).toBe(ServingStatus.NOT_SERVING);
+    await Promise.all(held.map((trx) => trx.rollback()));
+    expect(await watcher.next(3)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING, ServingStatus.SERVING]);
+    watcher.cancel();
+    await watcher.ended;
+  },
+  budget(7_000),
+);
 
 const adminUrl = process.env.DATABASE_URL;
 (adminUrl ? test : test.skip)(
@@ -126,15 +135,19 @@ const adminUrl = process.env.DATABASE_URL;
       await clone.drop();
     }
   },
-  30_000,
+  budget(10_000),
 );
 
 // Last in this file: it shuts the shared server down.
-test('shutdown sends NOT_SERVING to a watcher and ends its call with OK', async () => {
-  const watcher = watch(client.client);
-  expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
-  const closing = server.app.close();
-  expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
-  expect((await watcher.ended).code).toBe(grpc.status.OK);
-  await closing;
-}, 20_000);
+test(
+  'shutdown sends NOT_SERVING to a watcher and ends its call with OK',
+  async () => {
+    const watcher = watch(client.client);
+    expect(await watcher.next(1)).toEqual([ServingStatus.SERVING]);
+    const closing = server.app.close();
+    expect(await watcher.next(2)).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
+    expect((await watcher.ended).code).toBe(grpc.status.OK);
+    await closing;
+  },
+  budget(7_000),
+);

@@ -6,6 +6,7 @@ import { parseTraceparent } from '../../src/server/trace-context.js';
 import { openTestDatabase } from '../support/app.js';
 import { GrpcTestClient } from '../support/grpc.js';
 import { exchangeForm } from '../iam/support.js';
+import { budget } from '../support/budget.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
@@ -38,10 +39,10 @@ describe('through the server', () => {
     const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     app = await build(loadConfig({ MIGRATE: 'false', SHUTDOWN_GRACE_MS: '300' }), { database: database.db, logger });
     url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
-  }, 30_000);
+  }, budget(10_000));
   afterAll(async () => {
-    await app.close();
-    await drop();
+    await app?.close();
+    await drop?.();
   });
 
   test("a request joins the caller's trace: a new span on the response, the ids on every log line it writes", async () => {

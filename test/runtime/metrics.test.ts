@@ -4,13 +4,14 @@ import { h2Request, startServer } from '../support/app.js';
 import { PROJECT, startCloudServer, type CloudServer } from '../cloud/fixtures.js';
 import { createRoute, rawRequest } from '../webhooks/support.js';
 import { parseMetrics, scrape, valueOf } from './metrics-support.js';
+import { budget } from '../support/budget.js';
 
 let cloud: CloudServer;
 beforeAll(async () => {
   // Instance work takes a minute: a created instance's operation stays open while the test scrapes.
   cloud = await startCloudServer({ COMPUTE_WORK_MS: '60000' });
-}, 30_000);
-afterAll(() => cloud.close());
+}, budget(10_000));
+afterAll(() => cloud?.close());
 
 const requests = 'cfs_requests_total';
 
@@ -106,21 +107,25 @@ test('HEAD /metrics answers the headers only; other methods are 405', async () =
   expect(await post.json()).toEqual({ statusCode: 405, message: 'Method Not Allowed', error: 'Method Not Allowed' });
 });
 
-test('with METRICS_TOKEN a scrape needs the bearer token; with METRICS_ENABLED=false there is no /metrics', async () => {
-  const token = 'scrape-token-0123456789';
-  const guarded = await startServer({ METRICS_TOKEN: token });
-  const off = await startServer({ METRICS_ENABLED: 'false' });
-  try {
-    const refused = await fetch(`${guarded.url}/metrics`);
-    expect(refused.status).toBe(401);
-    expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
-    expect((await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
-    const allowed = await fetch(`${guarded.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
-    expect(allowed.status).toBe(200);
-    expect(parseMetrics(await allowed.text()).some((sample) => sample.name === 'cfs_db_pool_connections')).toBe(true);
-    const absent = await fetch(`${off.url}/metrics`);
-    expect(absent.status).toBe(404);
-  } finally {
-    await Promise.all([guarded.close(), off.close()]);
-  }
-}, 30_000);
+test(
+  'with METRICS_TOKEN a scrape needs the bearer token; with METRICS_ENABLED=false there is no /metrics',
+  async () => {
+    const token = 'scrape-token-0123456789';
+    const guarded = await startServer({ METRICS_TOKEN: token });
+    const off = await startServer({ METRICS_ENABLED: 'false' });
+    try {
+      const refused = await fetch(`${guarded.url}/metrics`);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
+      expect((await fetch(`${guarded.url}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
+      const allowed = await fetch(`${guarded.url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      expect(allowed.status).toBe(200);
+      expect(parseMetrics(await allowed.text()).some((sample) => sample.name === 'cfs_db_pool_connections')).toBe(true);
+      const absent = await fetch(`${off.url}/metrics`);
+      expect(absent.status).toBe(404);
+    } finally {
+      await Promise.all([guarded.close(), off.close()]);
+    }
+  },
+  budget(10_000),
+);

@@ -4,13 +4,14 @@ import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { scratchDatabase, type ScratchDatabase } from '../../scripts/support/fresh-store.js';
 import { buildServer, spawnServer, watch, type CompiledServer } from './compiled-server.js';
+import { budget } from '../support/budget.js';
 
 /**
  * WORKERS=N (src/server/cluster.ts) through the compiled server: the PGlite refusal, and on
  * PostgreSQL (only when DATABASE_URL is set) two workers serving one port, one /metrics for both, a
  * dead worker replaced, and SIGTERM to the primary ending everything gracefully with exit 0.
  */
-jest.setTimeout(120_000);
+jest.setTimeout(budget(40_000));
 let server: CompiledServer;
 beforeAll(async () => {
   server = await buildServer();
@@ -75,7 +76,7 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
   beforeAll(async () => {
     database = await scratchDatabase(adminUrl, 'test_workers');
   });
-  afterAll(() => database.drop());
+  afterAll(() => database?.drop());
 
   it('serves one port from two workers, replaces a worker that dies, and stops on SIGTERM with exit 0', async () => {
     const url = new URL(database.url);

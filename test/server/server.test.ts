@@ -4,12 +4,13 @@ import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { ServerInfoService } from '../../generated/proto/cloud/common/v1/server_info_service_pb.js';
 import { h2Request, startServer, type TestServer } from '../support/app.js';
+import { budget } from '../support/budget.js';
 
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 test('healthz says the process is up and readyz that the database answers', async () => {
   const health = await server.request('GET', '/healthz', { unchecked: true });
@@ -83,29 +84,33 @@ test.each([
   await expect(client.getServerInfo({})).resolves.toMatchObject({ name: 'user-account-service', version: '1.0.0' });
 });
 
-test('graceful shutdown lets an in-flight request finish and then refuses new connections', async () => {
-  const own = await startServer();
-  const body = JSON.stringify({ name: 'first-admin', password: 'first-admin-password' });
-  const request = http.request(`${own.url}/api/auth`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
-  });
-  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
-    request.on('response', (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+test(
+  'graceful shutdown lets an in-flight request finish and then refuses new connections',
+  async () => {
+    const own = await startServer();
+    const body = JSON.stringify({ name: 'first-admin', password: 'first-admin-password' });
+    const request = http.request(`${own.url}/api/auth`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
     });
-    request.on('error', reject);
-  });
-  // "100 Continue" proves the server is handling the request before shutdown begins.
-  await new Promise((resolve) => request.once('continue', resolve));
-  const closing = own.close();
-  request.end(body);
-  expect((await response).status).toBe(200);
-  await closing;
-  await expect(fetch(`${own.url}/api`)).rejects.toThrow();
-}, 60_000);
+    const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      request.on('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      request.on('error', reject);
+    });
+    // "100 Continue" proves the server is handling the request before shutdown begins.
+    await new Promise((resolve) => request.once('continue', resolve));
+    const closing = own.close();
+    request.end(body);
+    expect((await response).status).toBe(200);
+    await closing;
+    await expect(fetch(`${own.url}/api`)).rejects.toThrow();
+  },
+  budget(20_000),
+);
 
 describe('HEAD', () => {
   /** GET and HEAD of one path: the same status and headers, and HEAD without a body. */

@@ -48,7 +48,7 @@ beforeAll(async () => {
   server = await startServer({ TLS_CERT: join(dir, 'cert.pem'), TLS_KEY: join(dir, 'key.pem'), FIRST_BYTE_TIMEOUT_MS: '300' });
 });
 afterAll(async () => {
-  await server.close();
+  await server?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { pgliteStartParams } from '../../src/store/pglite-init.js';
 import { PgliteStatements } from '../../src/store/pglite-statements.js';
+import { budget } from '../support/budget.js';
 
 /** The engine without the server: PgliteStatements against PGlite's own query() on the same instance. */
 let pglite: PGlite;
@@ -14,10 +15,10 @@ beforeAll(async () => {
   await pglite.exec(`INSERT INTO items VALUES
     (1, 'one', 9007199254740993, true, '{"a":[1,2]}', '{"b":null}', '\\x00ff', '2024-01-02T03:04:05Z', 12.50, '{x,y}', '6c1f4f0e-7d2b-4b8e-9a37-1d2f3c4b5a69'),
     (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)`);
-}, 60_000);
+}, budget(20_000));
 
 afterAll(async () => {
-  if (!pglite.closed) await pglite.close();
+  if (pglite && !pglite.closed) await pglite.close();
 });
 
 describe('results', () => {
@@ -111,13 +112,17 @@ describe('the queue', () => {
     await statements.run('DROP TABLE shape', []);
   });
 
-  test('close() waits for the lock and the statements after it fail clearly', async () => {
-    const own = await PGlite.create({ startParams: pgliteStartParams(16) });
-    const mine = new PgliteStatements(own);
-    const pending = Array.from({ length: 20 }, (_, n) => mine.run('SELECT $1::int AS n', [n]));
-    const closing = own.close();
-    expect((await Promise.all(pending)).map((result) => result.rows[0])).toEqual(Array.from({ length: 20 }, (_, n) => ({ n })));
-    await closing;
-    await expect(mine.run('SELECT $1::int AS n', [1])).rejects.toThrow('PGlite is closed');
-  }, 60_000);
+  test(
+    'close() waits for the lock and the statements after it fail clearly',
+    async () => {
+      const own = await PGlite.create({ startParams: pgliteStartParams(16) });
+      const mine = new PgliteStatements(own);
+      const pending = Array.from({ length: 20 }, (_, n) => mine.run('SELECT $1::int AS n', [n]));
+      const closing = own.close();
+      expect((await Promise.all(pending)).map((result) => result.rows[0])).toEqual(Array.from({ length: 20 }, (_, n) => ({ n })));
+      await closing;
+      await expect(mine.run('SELECT $1::int AS n', [1])).rejects.toThrow('PGlite is closed');
+    },
+    budget(20_000),
+  );
 });

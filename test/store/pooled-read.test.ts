@@ -35,7 +35,7 @@ const NUMBER = { name: 'test.number', text: 'SELECT $1::int AS n' };
   });
   afterAll(async () => {
     await Promise.all(open.map((db) => db.close()));
-    await drop();
+    await drop?.();
   });
 
   async function database(poolMax: number, acquireTimeoutMs = 5000): Promise<{ db: Database; pool: PoolCounters }> {

@@ -27,8 +27,8 @@ describe('webhook NOTIFY payloads', () => {
     let drop: () => Promise<void>;
     beforeAll(async () => ({ db, drop } = await openTestDatabase()));
     afterAll(async () => {
-      await db.close();
-      await drop();
+      await db?.close();
+      await drop?.();
     });
 
     test('is the payload the decoder reads', async () => {

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
 import { pgliteTemplatePath } from './template.js';
 import { scratchDatabase } from '../../scripts/support/fresh-store.js';
+import { closeWhenFileEnds } from './left-open.js';
 
 export interface TestServer {
   app: App;
@@ -53,8 +54,17 @@ export async function openTestDatabase(): Promise<{ db: Database; drop(): Promis
 /** Starts the real server on port 0 over a fresh database. */
 export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
   const { db, drop } = await openTestDatabase();
+  // Closed when the file ends even if the start fails or outlives a timed-out beforeAll.
+  const closeDatabase = closeWhenFileEnds(async () => {
+    await db.close();
+    await drop();
+  });
   const config = loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env });
   const app = await build(config, { database: db });
+  const close = closeWhenFileEnds(async () => {
+    await app.close();
+    await closeDatabase();
+  });
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   return {
@@ -62,10 +72,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     url,
     port,
     request: (method, path, options = {}) => sendChecked(app, url, method, path, options),
-    async close() {
-      await app.close();
-      await drop();
-    },
+    close,
   };
 }
 

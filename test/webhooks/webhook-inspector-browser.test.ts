@@ -1,10 +1,9 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
 import { createRoute, rawRequest } from './support.js';
+import { budget } from '../support/budget.js';
+import { CHROMIUM, haveChromium, launchChromium } from '../support/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`SKIPPED the webhook inspector browser test: ${CHROMIUM} is missing (CI installs it with apt-get install chromium)`);
 const browserTest = haveChromium ? test : test.skip;
 
@@ -13,12 +12,12 @@ let browser: Browser | undefined;
 beforeAll(async () => {
   server = await startServer();
   if (haveChromium) {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
   }
-}, 60_000);
+}, budget(20_000));
 afterAll(async () => {
   await browser?.close();
-  await server.close();
+  await server?.close();
 });
 
 browserTest(
@@ -54,7 +53,7 @@ browserTest(
     expect(violations).toEqual([]);
     await page.close();
   },
-  60_000,
+  budget(20_000),
 );
 
 browserTest(
@@ -68,5 +67,5 @@ browserTest(
     expect(await page.locator('#requests > li summary .method').allTextContents()).toEqual(['DELETE', 'POST', 'GET']);
     await page.close();
   },
-  60_000,
+  budget(20_000),
 );

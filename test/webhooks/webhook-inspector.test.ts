@@ -8,7 +8,7 @@ let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ WEBHOOK_MAX_BODY: String(MAX_BODY), WEBHOOK_MAX_REQUESTS: String(MAX_REQUESTS), WEBHOOK_BATCH_MS: '1' });
 });
-afterAll(() => server.close());
+afterAll(() => server?.close());
 
 async function inspect(routeId: string, query = '') {
   const response = await server.request('GET', `/inspect/${routeId}${query}`, { headers: { accept: 'application/json' } });

@@ -27,8 +27,8 @@ beforeAll(async () => {
   urlB = `http://127.0.0.1:${await appB.listen(0, '127.0.0.1')}`;
 });
 afterAll(async () => {
-  await appB.close();
-  await serverA.close();
+  await appB?.close();
+  await serverA?.close();
 });
 
 test('a capture on server A arrives on the event stream of server B', async () => {

@@ -7,9 +7,15 @@ import { loadContractDocuments } from '../../http/contract-documents.js';
 import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
 import type { ServerModule } from '../../server/module.js';
 import { reflectionServices } from '../../handlers/grpc-reflection.js';
+import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, entryPoints, landingPage, packageFile } from '../../handlers/browser-pages.js';
 
-/** No inline script or style, nothing from another origin: the reference page runs on assets served here. */
-const DOCS_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/**
+ * No inline script, nothing from another origin: the reference page runs on assets served here. The one
+ * inline style Swagger UI writes (the <style> of its top bar's SVG logo) is allowed by its hash; a
+ * new swagger-ui-dist that changes it shows as a CSP violation in test/runtime/browser-pages.test.ts.
+ */
+const SWAGGER_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cls-3{fill:#85ea2d}';
+const DOCS_CSP = `default-src 'none'; script-src 'self'; style-src 'self' 'sha256-${createHash('sha256').update(SWAGGER_LOGO_STYLE).digest('base64')}'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 
 interface Resource {
   body: Buffer;
@@ -45,6 +51,47 @@ function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }
 
+type JsonObject = Record<string, unknown>;
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A document whose every operation is deprecated (the publishing `/v1` API): listed last on /docs. */
+function isDeprecated(document: unknown): boolean {
+  const paths = isObject(document) && isObject(document.paths) ? Object.values(document.paths) : [];
+  const operations = paths.flatMap((item) => (isObject(item) ? Object.entries(item).filter(([key, value]) => key !== 'parameters' && isObject(value) && 'responses' in value) : []));
+  return operations.length > 0 && operations.every(([, operation]) => isObject(operation) && operation.deprecated === true);
+}
+
+/**
+ * The document as /docs shows it: Swagger UI fills "Try it out" with each parameter's example and
+ * default, so a first Execute sent filters nobody typed (and found nothing). Here a parameter keeps its
+ * example and default in its description only, and the request carries what the user typed.
+ */
+function withoutPrefilledParameters(document: unknown): unknown {
+  const copy = structuredClone(document);
+  const strip = (parameter: unknown) => {
+    if (!isObject(parameter) || '$ref' in parameter) return;
+    const schema = isObject(parameter.schema) ? parameter.schema : {};
+    const example = parameter.example ?? schema.example;
+    const notes = [
+      ...(example === undefined ? [] : [`Example: \`${String(example)}\`.`]),
+      ...(schema.default === undefined ? [] : [`When absent: \`${String(schema.default)}\`.`]),
+    ];
+    delete parameter.example;
+    delete parameter.examples;
+    delete schema.example;
+    delete schema.default;
+    if (notes.length > 0) parameter.description = [parameter.description, ...notes].filter(Boolean).join(' ');
+  };
+  if (!isObject(copy)) return copy;
+  const components = isObject(copy.components) && isObject(copy.components.parameters) ? Object.values(copy.components.parameters) : [];
+  components.forEach(strip);
+  for (const item of isObject(copy.paths) ? Object.values(copy.paths) : []) {
+    if (!isObject(item)) continue;
+    for (const value of [item, ...Object.values(item)]) if (isObject(value) && Array.isArray(value.parameters)) value.parameters.forEach(strip);
+  }
+  return copy;
+}
+
 /**
  * The contracts, served by the server that implements them (docs/contracts.md): every OpenAPI document as
  * YAML and JSON (`/openapi/<name>.yaml|json`, listed at `/openapi`), the GraphQL SDL
@@ -52,16 +99,20 @@ function escapeHtml(text: string): string {
  * `/docs` (Swagger UI from the swagger-ui-dist npm package, no CDN, strict CSP), and gRPC server
  * reflection for every RPC service on the server.
  */
-export function contractsModule(): ServerModule {
+export function contractsModule(options: { serviceName: string; metricsEnabled: boolean }): ServerModule {
   const resources = new Map<string, () => Resource>();
   const set = (path: string, made: Resource) => resources.set(path, () => made);
   const documents: PublishedDocument[] = [];
+  const docsUrls: Array<{ url: string; name: string; deprecated: boolean }> = [];
   // The same parsed documents the REST engines serve (read once per process, contract-documents.ts).
   for (const { name, text, document } of loadContractDocuments()) {
     const { info } = document as { info?: { title?: string; version?: string } };
     documents.push({ name, title: info?.title ?? name, version: info?.version ?? '', yaml: `/openapi/${name}.yaml`, json: `/openapi/${name}.json` });
     set(`/openapi/${name}.yaml`, resource(text, 'application/yaml; charset=utf-8'));
     resources.set(`/openapi/${name}.json`, once(() => resource(`${JSON.stringify(document, null, 2)}\n`, 'application/json; charset=utf-8')));
+    resources.set(`/docs/assets/openapi/${name}.json`, once(() => resource(`${JSON.stringify(withoutPrefilledParameters(document))}\n`, 'application/json; charset=utf-8')));
+    const deprecated = isDeprecated(document);
+    docsUrls.push({ url: `/docs/assets/openapi/${name}.json`, name: `${info?.title ?? name} (${name})${deprecated ? ' — deprecated' : ''}`, deprecated });
   }
   set('/openapi', resource(`${JSON.stringify({ documents }, null, 2)}\n`, 'application/json; charset=utf-8'));
 
@@ -83,11 +134,14 @@ export function contractsModule(): ServerModule {
   ] as const) {
     resources.set(`/docs/assets/${file}`, once(() => resource(readFileSync(join(swaggerUiDir(), file)), type)));
   }
-  const urls = documents.map((document) => ({ url: document.json, name: `${document.title} (${document.name})` }));
+  // Browsers ask every origin for one; a 404 there is an error in every page's console.
+  resources.set('/favicon.ico', once(() => resource(readFileSync(join(swaggerUiDir(), 'favicon-32x32.png')), 'image/png')));
+  // Current APIs first, the page opening on the first of them; deprecated ones last.
+  const urls = [...docsUrls.filter((entry) => !entry.deprecated), ...docsUrls.filter((entry) => entry.deprecated)].map(({ url, name }) => ({ url, name }));
   set(
     '/docs/assets/docs.js',
     resource(
-      `window.addEventListener('load', function () {\n  window.ui = SwaggerUIBundle({\n    urls: ${JSON.stringify(urls)},\n    dom_id: '#swagger-ui',\n    deepLinking: true,\n    validatorUrl: null,\n    // "Try it out" calls the server that serves this page, whatever the documents' servers say.\n    requestInterceptor: function (request) {\n      var url = new URL(request.url, window.location.href);\n      request.url = window.location.origin + url.pathname + url.search;\n      return request;\n    },\n    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],\n    layout: 'StandaloneLayout'\n  });\n});\n`,
+      `window.addEventListener('load', function () {\n  window.ui = SwaggerUIBundle({\n    urls: ${JSON.stringify(urls)},\n    'urls.primaryName': ${JSON.stringify(urls[0]?.name ?? '')},\n    dom_id: '#swagger-ui',\n    deepLinking: true,\n    validatorUrl: null,\n    // "Try it out" calls the server that serves this page, whatever the documents' servers say.\n    requestInterceptor: function (request) {\n      var url = new URL(request.url, window.location.href);\n      request.url = window.location.origin + url.pathname + url.search;\n      return request;\n    },\n    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],\n    layout: 'StandaloneLayout'\n  });\n});\n`,
       'text/javascript; charset=utf-8',
     ),
   );
@@ -116,8 +170,20 @@ export function contractsModule(): ServerModule {
 `;
   set('/docs', resource(page, 'text/html; charset=utf-8', DOCS_CSP));
 
+  for (const [file, pkg, inPackage, type] of EXPLORER_ASSETS) {
+    resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => resource(readFileSync(packageFile(pkg, inPackage)), type)));
+  }
+  set(`${EXPLORER_ASSETS_PATH}explorer.js`, resource(EXPLORER_SCRIPT, 'text/javascript; charset=utf-8'));
+
+  const entries = entryPoints(options);
+  const landing = landingPage(options.serviceName, entries);
+  set('/ (html)', resource(landing.html, 'text/html; charset=utf-8', landing.csp));
+  set('/ (json)', resource(`${JSON.stringify({ name: options.serviceName, version: '1.0.0', links: entries }, null, 2)}\n`, 'application/json; charset=utf-8'));
+
   const serve = (req: NodeRequest, res: NodeResponse, path: string): string => {
-    const found = resources.get(path === '/docs/' ? '/docs' : path)?.();
+    // `/` is a page for browsers and a list of links for API clients.
+    const key = path === '/' ? (/\btext\/html\b/.test(String(req.headers.accept ?? '')) ? '/ (html)' : '/ (json)') : path === '/docs/' ? '/docs' : path;
+    const found = resources.get(key)?.();
     if (!found) {
       res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ statusCode: 404, message: 'Not Found', error: 'Not Found' }));
@@ -136,6 +202,7 @@ export function contractsModule(): ServerModule {
       'x-content-type-options': 'nosniff',
       'access-control-allow-origin': '*',
     };
+    if (path === '/') headers.vary = 'Accept';
     if (found.csp) Object.assign(headers, { 'content-security-policy': found.csp, 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
     if (req.headers['if-none-match'] === found.etag) {
       res.writeHead(304, headers);
@@ -151,7 +218,7 @@ export function contractsModule(): ServerModule {
   return {
     name: 'contracts',
     http: {
-      matches: (path) => path === '/openapi' || path.startsWith('/openapi/') || path.startsWith('/graphql/') || path === '/docs' || path === '/docs/' || path.startsWith('/docs/assets/'),
+      matches: (path) => path === '/' || path === '/favicon.ico' || path === '/openapi' || path.startsWith('/openapi/') || path.startsWith('/graphql/') || path === '/docs' || path === '/docs/' || path.startsWith('/docs/assets/'),
       handle: (req, res) => serve(req, res, (req.url ?? '/').split('?', 1)[0] ?? '/'),
     },
     rpc: reflectionServices,

@@ -3,6 +3,7 @@ import { ROOT } from '../../server/paths.js';
 import { AppError } from '../../errors.js';
 import { createRestApi, type RestReply } from '../../http/rest-api.js';
 import { createGraphqlHttp, type GraphqlReply } from '../../http/graphql-http.js';
+import { explorerPage, wantsGraphqlExplorer } from '../../handlers/browser-pages.js';
 import { depthLimitRule, costLimitRule } from '../../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
@@ -64,6 +65,8 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     onError: ctx.onError,
   });
 
+  const { html: explorerHtml, csp: explorerCsp } = explorerPage();
+  const explorer = Buffer.from(explorerHtml);
   const docsFile = `${ROOT}docs/publishing.md`;
   const docs = existsSync(docsFile) ? readFileSync(docsFile) : Buffer.from('# Article Publishing API\n\nDeprecated: see the project documentation.\n');
   return {
@@ -74,6 +77,21 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
       renderError: (error, path) => (path === '/graphql' ? restReplyOf(renderPublishingGraphqlError(error)) : renderProblemDetails(error)),
       handle: async (req, res, requestId) => {
         const path = (req.url ?? '/').split('?', 1)[0];
+        if (path === '/graphql' && wantsGraphqlExplorer(req)) {
+          // A browser opening /graphql gets the explorer; API clients keep GraphQL over HTTP.
+          res.writeHead(200, {
+            'content-type': 'text/html; charset=utf-8',
+            'content-length': String(explorer.length),
+            'content-security-policy': explorerCsp,
+            'x-content-type-options': 'nosniff',
+            'x-frame-options': 'DENY',
+            'referrer-policy': 'no-referrer',
+            vary: 'Accept',
+          });
+          if (req.method === 'HEAD') res.end();
+          else res.end(explorer);
+          return '/graphql (explorer)';
+        }
         if (path === '/graphql') {
           await graphql(req, res, requestId);
           return '/graphql';
