@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './paths.js';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
-import { collectDefaultMetrics, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
 import { OperationRepository } from '../store/repositories/operation-repository.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
@@ -39,6 +39,8 @@ export class ServerMetrics {
   private readonly counts: CodeCount[] = [];
   private readonly durations: RequestSeries[] = [];
   private readonly captureBatches: Histogram;
+  private readonly captures: Counter<'outcome'>;
+  private readonly signIns: Counter<'api' | 'outcome'>;
 
   constructor(db: Database) {
     collectDefaultMetrics({ register: this.registry });
@@ -54,6 +56,20 @@ export class ServerMetrics {
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500],
       registers: [this.registry],
     });
+    this.captures = new Counter({
+      name: 'cfs_webhook_captures_total',
+      help: 'Webhook captures by outcome: stored (acknowledged and committed), truncated (stored with a body cut at WEBHOOK_MAX_BODY), dropped (older captures deleted to keep a route within WEBHOOK_MAX_REQUESTS).',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+    this.signIns = new Counter({
+      name: 'cfs_sign_in_attempts_total',
+      help: 'Sign-in attempts by API (users: POST /api/auth; publishing: POST /v1/writers/login) and outcome: success, failure (wrong name or password), throttled (refused with 429 before any password check).',
+      labelNames: ['api', 'outcome'],
+      registers: [this.registry],
+    });
+    for (const outcome of ['stored', 'truncated', 'dropped']) this.captures.inc({ outcome }, 0);
+    for (const api of ['users', 'publishing']) for (const outcome of ['success', 'failure', 'throttled']) this.signIns.inc({ api, outcome }, 0);
     new Gauge({
       name: 'cfs_build_info',
       help: 'Always 1; its labels say what runs: the server version, the Node.js version and the store.',
@@ -117,9 +133,17 @@ export class ServerMetrics {
     entry.count += 1;
   }
 
-  /** Records the size of one committed capture batch. */
-  observeCaptureBatch(size: number): void {
-    this.captureBatches.observe(size);
+  /** Records one committed capture batch: its size, and what it stored, truncated and dropped. */
+  observeCaptureBatch(batch: { size: number; stored: number; truncated: number; dropped: number }): void {
+    this.captureBatches.observe(batch.size);
+    if (batch.stored > 0) this.captures.inc({ outcome: 'stored' }, batch.stored);
+    if (batch.truncated > 0) this.captures.inc({ outcome: 'truncated' }, batch.truncated);
+    if (batch.dropped > 0) this.captures.inc({ outcome: 'dropped' }, batch.dropped);
+  }
+
+  /** Records how one sign-in ended. */
+  observeSignIn(api: 'users' | 'publishing', outcome: 'success' | 'failure' | 'throttled'): void {
+    this.signIns.inc({ api, outcome });
   }
 }
 

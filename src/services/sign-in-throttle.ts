@@ -43,8 +43,12 @@ export interface SignInAttempt {
  * back (and clears the name-and-address pair), and so does a refused attempt (it checked no
  * password). Names are counted trimmed and case-folded: `Admin ` and `admin` are one target.
  */
+/** How one sign-in attempt ended, as the throttle saw it (for metrics). */
+export type SignInOutcome = 'success' | 'failure' | 'throttled';
+
 export class SignInThrottle {
   private readonly counters: LimitCounterRepository;
+  private readonly observers: Array<(outcome: SignInOutcome) => void> = [];
   private readonly nameMaxFailures: number;
 
   constructor(
@@ -71,6 +75,7 @@ export class SignInThrottle {
     const counted = await this.counters.count([attempt.pairKey, attempt.nameKey, attempt.addressKey], this.options.windowSeconds);
     const over = counted.filter((row) => row.count > (limits[row.key] ?? 0));
     if (over.length > 0) {
+      this.emit('throttled');
       // A refused attempt checks no password, so it does not count (nor lengthen anything).
       await this.counters.forgive(counted.map((row) => row.key));
       const endsAt = Math.max(...over.map((row) => row.expiresAt.getTime()));
@@ -81,9 +86,24 @@ export class SignInThrottle {
     return attempt;
   }
 
+  /** Tells `observer` how every attempt ends (the sign-in metrics). */
+  observe(observer: (outcome: SignInOutcome) => void): void {
+    this.observers.push(observer);
+  }
+
+  /** The attempt failed (wrong name or password); it was counted when it began. */
+  failed(): void {
+    this.emit('failure');
+  }
+
   /** The attempt succeeded: the name starts afresh from this address, and the name and address get the attempt back. */
   async succeeded(attempt: SignInAttempt): Promise<void> {
+    this.emit('success');
     await this.counters.forgiveAndClear([attempt.nameKey, attempt.addressKey], attempt.pairKey);
+  }
+
+  private emit(outcome: SignInOutcome): void {
+    for (const observe of this.observers) observe(outcome);
   }
 }
 

@@ -12,7 +12,7 @@ import {
   type UserListRow,
   type UserRow,
 } from '../store/repositories/user-repository.js';
-import { normaliseName, SignInThrottle } from './sign-in-throttle.js';
+import { normaliseName, SignInThrottle, type SignInOutcome } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 
 export type UserDto = components['schemas']['UserDto'];
@@ -116,6 +116,11 @@ export class UserService {
    * Checks a name and password. While no admin exists, an unknown name becomes the first admin
    * (the original's onboarding). Failures are counted per name and per address.
    */
+  /** Tells `observer` how every sign-in ends (the sign-in metrics). */
+  observeSignIns(observer: (outcome: SignInOutcome) => void): void {
+    this.throttle.observe(observer);
+  }
+
   async signIn(name: string, password: string, address: string): Promise<SignInResponse> {
     const attempt = await this.throttle.begin('name', name, address);
     let user = await this.users.findByName(name);
@@ -127,6 +132,7 @@ export class UserService {
       }
     }
     if (!(await verifyPassword(user?.password_hash, password)) || !user) {
+      this.throttle.failed();
       throw new AppError('unauthenticated', 'Unauthorized');
     }
     await this.throttle.succeeded(attempt);

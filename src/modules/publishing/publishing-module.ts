@@ -35,6 +35,8 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     windowSeconds: ctx.config.signInWindowSeconds,
     nameMaxFailures: ctx.config.signInNameMaxFailures,
   });
+  const metrics = ctx.metrics;
+  if (metrics) services.writers.observeSignIns((outcome) => metrics.observeSignIn('publishing', outcome));
   const { superuserEmail, superuserPassword } = ctx.config;
   if (superuserEmail && superuserPassword && (await services.writers.ensureSuperuser(superuserEmail, superuserPassword))) {
     ctx.logger.info({ superuser: superuserEmail }, 'created the configured publishing superuser');

@@ -16,6 +16,8 @@ const USERS_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
 /** The User Account API (`/api`, contracts/openapi/users.yaml) and the ServerInfo RPC. */
 export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { users: UserService }> {
   const users = new UserService(ctx.db.knex, ctx.tokens, ctx.config);
+  const metrics = ctx.metrics;
+  if (metrics) users.observeSignIns((outcome) => metrics.observeSignIn('users', outcome));
   const { adminUsername, adminPassword } = ctx.config;
   if (adminUsername && adminPassword && (await users.ensureAdmin(adminUsername, adminPassword))) {
     ctx.logger.info({ admin: adminUsername }, 'created the configured admin');

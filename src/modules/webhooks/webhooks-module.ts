@@ -19,7 +19,7 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
   const { config, db } = ctx;
   const webhooks = new WebhookService(db.knex, config, (error, worker) => ctx.onError(error, worker));
   const metrics = ctx.metrics;
-  if (metrics) webhooks.observeCaptureBatches((size) => metrics.observeCaptureBatch(size));
+  if (metrics) webhooks.observeCaptureBatches((batch) => metrics.observeCaptureBatch(batch));
   const api = restrictCaptureOperations(
     await createRestApi({
       contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,

@@ -17,7 +17,7 @@ import {
 } from './rules.js';
 import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder } from './page.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
-import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInThrottleOptions } from '../sign-in-throttle.js';
+import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInOutcome, type SignInThrottleOptions } from '../sign-in-throttle.js';
 
 // Writers are ordered by createdAt, then id.
 const WRITER_ORDER: ListOrder = { name: 'writers', key: TIMESTAMP_KEY };
@@ -53,6 +53,11 @@ export class WriterService {
     return { id: row.id, role: row.role };
   }
 
+  /** Tells `observer` how every sign-in ends (the sign-in metrics). */
+  observeSignIns(observer: (outcome: SignInOutcome) => void): void {
+    this.throttle.observe(observer);
+  }
+
   /**
    * Checks email and password; both failures look and take the same (argon2 runs either way).
    * Attempts are throttled per email and per client address like `POST /api/auth` (429 beyond).
@@ -61,6 +66,7 @@ export class WriterService {
     const attempt = await this.throttle.begin('email', String(email), address);
     const row = typeof email === 'string' && email.length <= 254 ? await this.users.findByEmail(email) : undefined;
     if (!(await verifyPassword(row?.password_hash, String(password))) || !row) {
+      this.throttle.failed();
       throw new AppError('unauthenticated', 'Wrong email or password.');
     }
     await this.throttle.succeeded(attempt);

@@ -39,14 +39,14 @@ export class CaptureWriter {
   private inFlight = 0;
   private readonly idle = new Set<() => void>();
   private stopped = false;
-  private readonly batchObservers: Array<(size: number) => void> = [];
+  private readonly batchObservers: Array<(batch: CommittedBatch) => void> = [];
   private lastBatchEnded = -Infinity;
   private immediate: NodeJS.Immediate | undefined;
 
   constructor(private readonly options: CaptureWriterOptions) {}
 
-  /** Tells `observer` the size of every committed batch (the capture batch-size metric). */
-  observeBatches(observer: (size: number) => void): void {
+  /** Tells `observer` what every committed batch stored (the capture metrics). */
+  observeBatches(observer: (batch: CommittedBatch) => void): void {
     this.batchObservers.push(observer);
   }
 
@@ -127,9 +127,21 @@ export class CaptureWriter {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    for (const observe of this.batchObservers) observe(batch.length);
+    if (this.batchObservers.length > 0) {
+      const committed: CommittedBatch = { size: batch.length, stored: result.stored.length, truncated: 0, dropped: result.dropped };
+      for (const pending of batch) if (pending.record.truncated && result.liveRoutes.has(pending.record.routeId)) committed.truncated++;
+      for (const observe of this.batchObservers) observe(committed);
+    }
     for (const pending of batch) pending.resolve(result.liveRoutes.has(pending.record.routeId) ? 'stored' : 'route_gone');
   }
+}
+
+/** What one committed batch did: its captures, those stored (their route still live), truncated ones among them, older captures dropped. */
+export interface CommittedBatch {
+  size: number;
+  stored: number;
+  truncated: number;
+  dropped: number;
 }
 
 /**

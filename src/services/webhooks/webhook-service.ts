@@ -24,7 +24,7 @@ import {
   type RouteVerifyConfig,
   type StoredCapture,
 } from '../../store/repositories/webhook-repository.js';
-import { CaptureWriter, type CaptureOutcome } from './capture-writer.js';
+import { CaptureWriter, type CaptureOutcome, type CommittedBatch } from './capture-writer.js';
 import { LiveFeed, type FeedSubscriber } from './live-feed.js';
 import { RouteCache } from './route-cache.js';
 import { RouteCreationLimit } from './route-limit.js';
@@ -156,8 +156,8 @@ export class WebhookService {
     return this.routes.heldBytes;
   }
 
-  /** Tells `observer` the size of each group commit (metrics). */
-  observeCaptureBatches(observer: (size: number) => void): void {
+  /** Tells `observer` what each group commit stored (metrics). */
+  observeCaptureBatches(observer: (batch: CommittedBatch) => void): void {
     this.writer.observeBatches(observer);
   }
 

@@ -53,6 +53,8 @@ export interface CaptureQuery {
 export interface BatchResult {
   liveRoutes: Set<string>;
   stored: Array<{ id: string; routeId: string; seq: number }>;
+  /** Older captures deleted to keep routes within WEBHOOK_MAX_REQUESTS. */
+  dropped: number;
 }
 
 const CAPTURE_COLUMNS = [
@@ -212,8 +214,12 @@ export class WebhookRepository {
       if (Number(stored.request_count) > maxPerRoute) overCap.set(stored.route_id, Number(stored.request_count) - maxPerRoute);
       return { id: stored.id, routeId: stored.route_id, seq: Number(stored.seq) };
     });
-    for (const [routeId, excess] of overCap) await this.evictOldest(routeId, excess);
-    return { liveRoutes, stored };
+    let dropped = 0;
+    for (const [routeId, excess] of overCap) {
+      await this.evictOldest(routeId, excess);
+      dropped += excess;
+    }
+    return { liveRoutes, stored, dropped };
   }
 
   /** Drops a route's `count` oldest captures and keeps its count right. */
