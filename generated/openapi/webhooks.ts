@@ -362,6 +362,7 @@ export interface components {
              */
             header?: string;
             /**
+             * Format: int32
              * @description How far a signed timestamp may be from the time of capture (`standard-webhooks`, `stripe`; default 300).
              * @example 300
              */
@@ -397,6 +398,7 @@ export interface components {
              */
             body?: string;
             /**
+             * Format: int32
              * @description Wait this long after storing a capture before answering the sender (timeouts, slow
              *     receivers). At most `WEBHOOK_DELAY_CONCURRENCY` (default 20) delayed answers per route are
              *     pending at once on a server; a request beyond that is answered 429 with `Retry-After` at
@@ -633,6 +635,7 @@ export interface components {
              */
             contentType: string;
             /**
+             * Format: int64
              * @description The part's bytes.
              * @example 2048
              */
