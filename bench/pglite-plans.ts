@@ -22,7 +22,7 @@ const { knex } = database;
 try {
   if (process.argv.includes('--maintain')) {
     const started = performance.now();
-    const analyzed = await new PgliteAnalyzer(knex).runOnce();
+    const analyzed = await new PgliteAnalyzer(database.maintenance!).runOnce();
     console.log(`maintenance: analyzed ${analyzed.join(', ') || 'nothing'} in ${(performance.now() - started).toFixed(0)} ms`);
   }
   await printStatistics(knex);

@@ -75,9 +75,12 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const context: ModuleContext = { config, db, logger, tokens, onError, metrics };
   const { modules, users } = await buildModules(context);
   modules.push(grpcHealthModule({ db, isServing: () => ready }));
-  if (db.kind === 'pglite') {
+  if (db.maintenance) {
     // PGlite has no autovacuum: the server keeps the planner's statistics itself.
-    const analyzer = new PgliteAnalyzer(db.knex, { onError: (error) => logger.error({ err: error }, 'PGlite statistics maintenance failed') });
+    const analyzer = new PgliteAnalyzer(db.maintenance, {
+      onError: (error) => logger.error({ err: error }, 'PGlite statistics maintenance failed'),
+      onAnalyzed: (tables, ms) => logger.info({ tables, ms: Math.round(ms) }, 'PGlite planner statistics refreshed (ANALYZE)'),
+    });
     modules.push({ name: 'pglite-analyzer', start: () => analyzer.start(), stop: () => analyzer.stop() });
   }
   if (metrics) {

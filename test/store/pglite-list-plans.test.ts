@@ -1,5 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import type { Knex } from 'knex';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { build, type App } from '../../src/server/build.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
 import { PgliteAnalyzer } from '../../src/store/pglite-analyzer.js';
 import { ArticleRepository, type ArticlePageQuery } from '../../src/store/repositories/publishing/article-repository.js';
@@ -14,6 +18,7 @@ const ARTICLES = 20_000;
 const TOPIC = `e${'1'.padStart(23, '0')}`;
 
 let db: Database | undefined;
+let app: App | undefined;
 beforeAll(async () => {
   db = await openDatabase({ dataDir: 'memory://', loadDataDir: new Blob([readFileSync(pgliteTemplatePath())]) });
   const knex = store();
@@ -30,7 +35,8 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  await db?.close();
+  await app?.close();
+  if (!app) await db?.close();
 });
 
 function store(): Knex {
@@ -94,7 +100,8 @@ describe('before any ANALYZE (a table loaded in bulk)', () => {
 });
 
 test('the maintenance round analyzes a table loaded in bulk, once', async () => {
-  const analyzer = new PgliteAnalyzer(store());
+  if (!db?.maintenance) throw new Error('a PGlite store has its maintenance path');
+  const analyzer = new PgliteAnalyzer(db.maintenance);
   const before = await store().raw("SELECT reltuples FROM pg_class WHERE relname = 'publishing_articles'");
   expect(Number(before.rows[0].reltuples)).toBeLessThan(0); // never analyzed
   expect(await analyzer.runOnce()).toContain('publishing_articles');
@@ -108,4 +115,29 @@ describe('after the maintenance round', () => {
   test.each(LISTS)('%s, in the generic plan PGlite runs', async (_name, query, index) => {
     await expectIndexed(query, index);
   });
+});
+
+test('a server on PGlite analyzes a grown table itself at start, in statements Knex never sees', async () => {
+  // Another bulk load, then the server starts on the store: its first maintenance round finds the growth.
+  await store().raw(
+    `INSERT INTO publishing_articles (id, title, text, author_id, status, published_at)
+     SELECT 'f' || lpad(to_hex(i), 23, '0'), 'Article ' || i, 'More', '${'a'.repeat(24)}', 'published', now() - i * interval '1 second'
+     FROM generate_series(${ARTICLES + 1}, ${ARTICLES * 2}) AS i`,
+  );
+  const seen: string[] = [];
+  store().on('query', (query: { sql: string }) => seen.push(query.sql));
+  let refreshed: (tables: string[]) => void = () => undefined;
+  const analyzed = new Promise<string[]>((resolve) => (refreshed = resolve));
+  const log = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      const line = JSON.parse(chunk.toString()) as { msg?: string; tables?: string[] };
+      if (line.msg?.startsWith('PGlite planner statistics refreshed')) refreshed(line.tables ?? []);
+      done();
+    },
+  });
+  app = await build(loadConfig({ LOG_LEVEL: 'info', MIGRATE: 'false' }), { database: db, logger: createLogger('info', log) });
+  expect(await analyzed).toContain('publishing_articles');
+  const after = await store().raw("SELECT reltuples FROM pg_class WHERE relname = 'publishing_articles'");
+  expect(Number(after.rows[0].reltuples)).toBeGreaterThan(ARTICLES * 1.8);
+  expect(seen.filter((sql) => /ANALYZE|pg_stat_user_tables/i.test(sql))).toEqual([]);
 });
