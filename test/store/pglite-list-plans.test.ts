@@ -10,7 +10,7 @@ import { ArticleRepository, type ArticlePageQuery } from '../../src/store/reposi
 import { pgliteTemplatePath } from '../support/template.js';
 
 /**
- * The embedded store's plans for the publishing lists (docs/architecture.md, "Planner statistics on
+ * The embedded store's plans for the publishing lists (docs/architecture.md, "Publishing lists on
  * PGlite"): always on PGlite, whatever DATABASE_URL says, since these are PGlite's own matters (its
  * prepared statements run generic plans, and it has no autovacuum).
  */
