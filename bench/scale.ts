@@ -25,7 +25,8 @@
  *
  * Environment: DATABASE_URL (the admin connection, default postgres://postgres@127.0.0.1:5432/postgres),
  * SCALE_DB_PREFIX (scratch database name prefix, default cfs_bench_scale), SCALE_SIZES
- * (default 10000,1000000), SCALE_PGLITE_SIZE (default 100000), SCALE_REQUESTS (default 200).
+ * (default 10000,1000000; empty: PGlite only), SCALE_PGLITE_SIZE (default 100000), SCALE_REQUESTS
+ * (default 200), SCALE_PGLITE_KEEP (a new directory to keep the loaded PGlite data in).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,8 +47,11 @@ const ROOT = new URL('../', import.meta.url).pathname;
 const BUILD_DIR = join(ROOT, '.tmp/bench-scale-build');
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_PREFIX = process.env.SCALE_DB_PREFIX ?? 'cfs_bench_scale';
-const SIZES = (process.env.SCALE_SIZES ?? '10000,1000000').split(',').map(Number);
+/** `SCALE_SIZES=` (empty) skips PostgreSQL: the PGlite part alone. */
+const SIZES = (process.env.SCALE_SIZES ?? '10000,1000000').split(',').filter(Boolean).map(Number);
 const PGLITE_SIZE = Number(process.env.SCALE_PGLITE_SIZE ?? 100_000);
+/** Keeps the loaded PGlite data directory here (it must not exist yet), e.g. to EXPLAIN its plans afterwards. */
+const PGLITE_KEEP = process.env.SCALE_PGLITE_KEEP;
 const REQUESTS = Number(process.env.SCALE_REQUESTS ?? 200);
 const WARMUP = 20;
 /** A read slower than this on its first try is reported, not repeated REQUESTS times. */
@@ -325,8 +329,12 @@ function overlay(bytes: string, text: string, offset: number): string {
   return `overlay(${bytes} placing convert_to(${text}, 'UTF8') from ${offset})`;
 }
 
-/** Loads rows (from, to] of every table, in statements of at most 100,000 rows. */
-async function load(knex: Knex, templates: Templates, from: number, to: number): Promise<void> {
+/**
+ * Loads rows (from, to] of every table, in statements of at most 100,000 rows. On PostgreSQL the
+ * tables are then analyzed, as autovacuum would do within a minute of such a load; PGlite has no
+ * autovacuum, so there the server's own maintenance (PgliteAnalyzer) must find the changed tables.
+ */
+async function load(knex: Knex, templates: Templates, from: number, to: number, analyze: boolean): Promise<void> {
   for (const table of TABLES) {
     const first = from === 0 ? 1 : table.rows(from) + 1;
     const last = table.rows(to);
@@ -344,7 +352,7 @@ async function load(knex: Knex, templates: Templates, from: number, to: number):
     }
     progress(`  ${table.table}: rows ${first}..${last} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
-  for (const table of TABLES) await knex.raw(`VACUUM ANALYZE ${table.table}`);
+  if (analyze) for (const table of TABLES) await knex.raw(`VACUUM ANALYZE ${table.table}`);
 }
 
 /** The columns an INSERT may name: not generated, not filled by a sequence. */
@@ -870,17 +878,19 @@ try {
     stores.push({ size, name, server, database, written: await writeThroughApi(server.base) });
     const store = stores[stores.length - 1]!;
     const templates = await locateTemplates(database.knex, store.written);
-    await load(database.knex, templates, 0, size);
+    await load(database.knex, templates, 0, size, true);
     await checkShapes(database.knex, templates);
   }
-  progress(`PostgreSQL: timing the hot reads at ${SIZES.join(' and ')} rows, side by side (${REQUESTS} requests each)`);
-  const measured = await measureReads(stores.map((store) => ({ server: store.server, fixture: fixtureFor(store.server.base, store.written, store.size) })));
-  stores.forEach((store, index) => pgResults.set(store.size, measured[index]!));
-  const largest = stores[stores.length - 1]!;
-  await explainAll(largest.database.knex);
-  progress(`PostgreSQL: sweeps at ${largest.size.toLocaleString('en')} rows`);
-  sweeps = await measureSweeps(largest.server, fixtureFor(largest.server.base, largest.written, largest.size), largest.database.knex);
-  pgPeakMb = Math.max(...stores.map((store) => peakRssMb(store.server.pid)));
+  const largest = stores[stores.length - 1];
+  if (largest) {
+    progress(`PostgreSQL: timing the hot reads at ${SIZES.join(' and ')} rows, side by side (${REQUESTS} requests each)`);
+    const measured = await measureReads(stores.map((store) => ({ server: store.server, fixture: fixtureFor(store.server.base, store.written, store.size) })));
+    stores.forEach((store, index) => pgResults.set(store.size, measured[index]!));
+    await explainAll(largest.database.knex);
+    progress(`PostgreSQL: sweeps at ${largest.size.toLocaleString('en')} rows`);
+    sweeps = await measureSweeps(largest.server, fixtureFor(largest.server.base, largest.written, largest.size), largest.database.knex);
+    pgPeakMb = Math.max(...stores.map((store) => peakRssMb(store.server.pid)));
+  }
   for (const store of stores.splice(0)) {
     await store.server.stop();
     await store.database.close();
@@ -889,7 +899,7 @@ try {
   if (PGLITE_SIZE > 0) {
     // PGlite is one process's database: the server writes its rows and stops, this process loads
     // the directory and closes it, and the server starts again on it to be timed.
-    const env = { ...process.env, DATABASE_URL: '', DATA_DIR: join(scratch, 'data') };
+    const env = { ...process.env, DATABASE_URL: '', DATA_DIR: PGLITE_KEEP ?? join(scratch, 'data') };
     progress('PGlite: first start and the server-written rows');
     pglite.server = await startServer(env);
     const written = await writeThroughApi(pglite.server.base);
@@ -898,7 +908,7 @@ try {
     const embedded = await openDatabase({ dataDir: env.DATA_DIR });
     pglite = { database: embedded };
     const templates = await locateTemplates(embedded.knex, written);
-    await load(embedded.knex, templates, 0, PGLITE_SIZE);
+    await load(embedded.knex, templates, 0, PGLITE_SIZE, false);
     await checkShapes(embedded.knex, templates);
     await embedded.close();
     pglite = { server: await startServer(env) };
@@ -920,6 +930,7 @@ try {
     await adminQuery(ADMIN_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch((error: unknown) => console.error(`could not drop ${name}:`, error));
   }
   rmSync(scratch, { recursive: true, force: true });
+  if (PGLITE_KEEP) progress(`PGlite: the loaded data directory is kept in ${PGLITE_KEEP}`);
 }
 
 report();
@@ -975,7 +986,9 @@ function report(): void {
       );
     if (typeof sweeps.during === 'string') misses.push(`${READ_DURING_SWEEP} during retention: ${sweeps.during}`);
   }
-  console.log(`server peak RSS: PostgreSQL ${pgPeakMb.toFixed(0)} MB${pgliteResult ? `, PGlite ${pgliteResult.peakMb.toFixed(0)} MB` : ''}`);
+  console.log(
+    `server peak RSS: PostgreSQL ${Number.isNaN(pgPeakMb) ? '–' : `${pgPeakMb.toFixed(0)} MB`}${pgliteResult ? `, PGlite ${pgliteResult.peakMb.toFixed(0)} MB` : ''}`,
+  );
   console.log(
     `bench took ${((performance.now() - benchStarted) / 60_000).toFixed(1)} min; machine load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
   );

@@ -36,6 +36,7 @@ import {
 import { formatTraceparent, traceContextOf, traceLogFields } from './trace-context.js';
 import { createCorsPolicy } from './cors.js';
 import { grpcHealthModule } from '../handlers/grpc-health.js';
+import { PgliteAnalyzer } from '../store/pglite-analyzer.js';
 import { requestLogFields } from '../logger.js';
 import { createContextValues } from '@connectrpc/connect';
 
@@ -74,6 +75,14 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const context: ModuleContext = { config, db, logger, tokens, onError, metrics };
   const { modules, users } = await buildModules(context);
   modules.push(grpcHealthModule({ db, isServing: () => ready }));
+  if (db.maintenance) {
+    // PGlite has no autovacuum: the server keeps the planner's statistics itself.
+    const analyzer = new PgliteAnalyzer(db.maintenance, {
+      onError: (error) => logger.error({ err: error }, 'PGlite statistics maintenance failed'),
+      onAnalyzed: (tables, ms) => logger.info({ tables, ms: Math.round(ms) }, 'PGlite planner statistics refreshed (ANALYZE)'),
+    });
+    modules.push({ name: 'pglite-analyzer', start: () => analyzer.start(), stop: () => analyzer.stop() });
+  }
   if (metrics) {
     const serveMetrics = createMetricsEndpoint(metrics, config.metricsToken, await clusterMetricsSource(metrics.registry));
     modules.push({ name: 'metrics', http: { matches: (path) => path === '/metrics', handle: async (req, res) => (await serveMetrics(req, res), '/metrics') } });

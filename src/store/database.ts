@@ -25,6 +25,12 @@ export interface Database {
    * when DATA_DIR's filesystem has less than `MIN_FREE_BYTES` left). `/readyz` reports it.
    */
   storage(): Promise<'ok' | 'full'>;
+  /**
+   * PGlite only: runs one statement without parameters outside Knex (no query events, no request
+   * log, no statement counters see it), in turn with every other statement. For the store's own
+   * upkeep (PgliteAnalyzer), never for data a request reads.
+   */
+  maintenance?(sql: string): Promise<Array<Record<string, unknown>>>;
   close(): Promise<void>;
 }
 
@@ -199,6 +205,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     },
     // In-process notifications: nothing to lose.
     listenerHealthy: () => true,
+    maintenance: async (sql) => (await statements.run(sql, [])).rows as Array<Record<string, unknown>>,
     async storage() {
       if (onDisk) {
         const space = await statfs(dataDir).catch(() => undefined);

@@ -17,7 +17,10 @@ import { PGlite } from '@electric-sql/pglite';
  * execution whenever its generic plan looks costlier than the custom ones, which it does for
  * `id = ANY($1::uuid[])` (the user read), and planning in wasm costs ~25 µs a query there. The
  * generic plan is planned once; plans only change speed, never results, and this store's statements
- * are lookups by key whose best plan does not depend on the values.
+ * are lookups by key whose best plan does not depend on the values. One consequence: a generic plan
+ * uses a partial index only when the statement's own text implies its predicate, so a value the
+ * predicate names (`status = 'published'`) must be written into the SQL, not bound
+ * (docs/architecture.md, "Publishing lists on PGlite"). Statistics are kept by PgliteAnalyzer.
  */
 export function pgliteStartParams(sharedBuffersMb: number): string[] {
   return [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'plan_cache_mode=force_generic_plan'];

@@ -134,9 +134,15 @@ export class ArticleRepository {
       if (matches >= SEARCH_WINDOW / 100) return { n: matches, atLeast: true };
     }
     const tagOnly = filter.tag !== undefined && filter.authorId === undefined && filter.topicId === undefined && filter.search === undefined;
-    const matching = tagOnly
-      ? trx('publishing_article_tags').select(trx.raw('1')).where({ tag: filter.tag, status: filter.status }).limit(bound)
-      : filtered(sourceOf(trx, filter).rows, filter, true).select(trx.raw('1')).limit(bound);
+    // The bound is written into the SQL and, without full-text, the count walks the list's own order:
+    // then even a generic plan (PGlite's, which knows neither the values nor so the selectivity)
+    // reads `bound` index entries, never a scan of the table until `bound` matches turn up.
+    const source = sourceOf(trx, filter);
+    const matching: Knex.QueryBuilder = tagOnly
+      ? trx('publishing_article_tags').select(trx.raw('1')).where({ tag: filter.tag, status: filter.status })
+      : filtered(source.rows, filter, true).select(trx.raw('1'));
+    if (!tagOnly && filter.search === undefined) matching.orderByRaw(orderOf(source));
+    matching.limit(bound, { skipBinding: true });
     const row = await trx.from(matching.as('matching')).count<{ n: number }[]>('* as n').first();
     return { n: Number(row?.n ?? 0), atLeast: false };
   }
@@ -206,8 +212,17 @@ function orderOf(source: ListSource): string {
   return `${source.sortAt} DESC, ${source.id} DESC`;
 }
 
+/**
+ * The status as SQL text, not a bound value: every list index is partial (`WHERE status = 'published'`
+ * or `'draft'`), and PostgreSQL uses a partial index only when the query's own text implies its
+ * predicate. PGlite runs each statement as a generic prepared plan (pglite-init.ts), where `status = $1`
+ * implies nothing, so a bound status made every list a sequential scan and a sort of the whole table
+ * (docs/architecture.md, "Publishing lists on PGlite"). Only these two values can be written here.
+ */
+const STATUS_SQL: Record<ArticleFilter['status'], string> = { published: "a.status = 'published'", draft: "a.status = 'draft'" };
+
 function filtered(rows: Knex.QueryBuilder, filter: ArticleFilter, withSearch: boolean): Knex.QueryBuilder {
-  rows.where('a.status', filter.status);
+  rows.whereRaw(STATUS_SQL[filter.status]);
   // An id that cannot exist matches nothing (rather than `IS NULL`, or a database error).
   if (filter.authorId !== undefined) rows.where('a.author_id', isObjectId(filter.authorId) ? filter.authorId : '');
   if (filter.topicId !== undefined) rows.where('a.topic_id', isObjectId(filter.topicId) ? filter.topicId : '');
