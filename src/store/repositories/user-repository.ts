@@ -119,7 +119,9 @@ export class UserRepository {
   }
 
   async countAdmins(trx: Knex = this.knex): Promise<number> {
-    const row = await trx('users').where({ is_admin: true }).count<{ n: number }[]>('* as n').first();
+    // The condition is written in the SQL, not bound: a prepared statement planned without its values
+    // (PGlite plans generically) can only use the partial index users_admin when it sees `is_admin`.
+    const row = await trx('users').whereRaw('is_admin').count<{ n: number }[]>('* as n').first();
     return Number(row?.n ?? 0);
   }
 
