@@ -1,8 +1,12 @@
+import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
 import { CHROMIUM, consoleOf, haveChromium, launchChromium } from '../support/browser.js';
 import { budget } from '../support/budget.js';
 import { login, SUPERUSER } from '../publishing/support.js';
+
+/** The version the server reports: package.json's (moved by contracts releases). */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /**
  * The browser entry points (docs/operations.md): `/`, `/docs` and the GraphQL explorer at `/graphql`,
@@ -61,7 +65,7 @@ describe('/', () => {
 test('/metrics, linked from /, says what runs: cfs_build_info with the version, the Node.js version and the store', async () => {
   const text = await (await fetch(`${server.url}/metrics`)).text();
   const store = process.env.DATABASE_URL ? 'postgres' : 'pglite';
-  expect(text).toContain(`cfs_build_info{version="1.0.0",node_version="${process.versions.node}",database="${store}"} 1`);
+  expect(text).toContain(`cfs_build_info{version="${version}",node_version="${process.versions.node}",database="${store}"} 1`);
 });
 
 describe('/docs', () => {
