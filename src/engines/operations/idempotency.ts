@@ -8,6 +8,7 @@ import { IdempotencyRepository, type IdempotencyRow, type IdempotencyScope } fro
 /** The key alphabet of docs/cloud-api.md ("Retry safely"); 16 characters at least so keys are not guessed or reused by accident. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9-]{16,128}$/;
 
+/** How `run` waits for a first request in progress (`runAtomic` leaves no key in progress: its duplicates wait in the database). */
 export interface IdempotencyOptions {
   /** How long a duplicate waits for the first request to produce its operation. */
   waitMs?: number;
