@@ -1,12 +1,14 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
-import { IdempotencyRepository, type IdempotencyScope } from '../../store/repositories/idempotency-repository.js';
+import { IdempotencyRepository, type IdempotencyRow, type IdempotencyScope } from '../../store/repositories/idempotency-repository.js';
 
 /** The key alphabet of docs/cloud-api.md ("Retry safely"); 16 characters at least so keys are not guessed or reused by accident. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9-]{16,128}$/;
 
+/** How `run` waits for a first request in progress (`runAtomic` leaves no key in progress: its duplicates wait in the database). */
 export interface IdempotencyOptions {
   /** How long a duplicate waits for the first request to produce its operation. */
   waitMs?: number;
@@ -20,6 +22,40 @@ export interface IdempotentResult {
   operationId: string;
   /** True when an earlier request with the key produced the operation. */
   replayed: boolean;
+}
+
+/**
+ * The key of the request being served by `IdempotencyKeys.runAtomic`, waiting to be written by the
+ * transaction that records the request's operation (`recordPendingKey`, called by Operations.begin).
+ */
+interface PendingKey {
+  repository: IdempotencyRepository;
+  scope: IdempotencyScope;
+  hash: string;
+  /** The operation the key was written with, once a transaction wrote it. */
+  recordedFor?: string;
+}
+
+const pendingKeys = new AsyncLocalStorage<PendingKey>();
+
+/** Thrown inside the recording transaction when another request committed the key first: the transaction rolls back. */
+class KeyTaken extends Error {
+  constructor() {
+    super('the idempotency key was committed by another request');
+  }
+}
+
+/**
+ * Writes the idempotency key of the request being served (if any, and not yet written) in `trx`,
+ * answered by `operationId`: the key, the operation and the resource change then commit together
+ * or not at all. When a concurrent request with the key committed first, throws, so `trx` rolls
+ * back and the request answers the winner's operation.
+ */
+export async function recordPendingKey(trx: Knex, operationId: string): Promise<void> {
+  const pending = pendingKeys.getStore();
+  if (!pending || pending.recordedFor !== undefined) return;
+  if (!(await pending.repository.claimAnswered(pending.scope, pending.hash, operationId, trx))) throw new KeyTaken();
+  pending.recordedFor = operationId;
 }
 
 /** Checks the key's shape; a malformed key is the client's error. */
@@ -39,10 +75,11 @@ export function requestHash(...parts: string[]): string {
 }
 
 /**
- * Exactly-once execution per (principal, method, key): the first request inserts the key (a
- * unique constraint decides the winner, also across processes) and runs; duplicates wait for its
- * operation id and answer with that operation. A different request under the same key is refused.
- * A failed first request releases the key, since no operation exists for it.
+ * Exactly-once execution per (principal, method, key): a unique constraint on the key decides the
+ * winner, also across processes, and duplicates answer with the winner's operation. A different
+ * request under the same key is refused; a failed request leaves the key free, since no operation
+ * exists for it. `runAtomic` writes the key in the transaction of the work (one commit; what the
+ * cloud RPCs use), `run` around it (three commits; for work that records no operation itself).
  */
 export class IdempotencyKeys {
   private readonly repository: IdempotencyRepository;
@@ -56,6 +93,51 @@ export class IdempotencyKeys {
     this.settled.setMaxListeners(0);
   }
 
+  /**
+   * Exactly-once execution in one commit, for an `execute` that records its operation through
+   * Operations.begin: the key is written by that same transaction (`recordPendingKey`), already
+   * answered by the operation, so no key ever points nowhere and no committed operation lacks its key.
+   * Concurrent duplicates serialize on the key's unique index (or earlier, on the locks the work
+   * takes, e.g. the per-project lock of a create): the one that commits first wins, the others roll
+   * back their work and answer its operation. A retry of a finished request does the same: its work
+   * runs up to the key (or fails on the state the first one left) and rolls back. A failed request
+   * writes nothing, so its key stays free.
+   * A key written by `run` and still in progress (its operation unknown) is waited for as `run` does.
+   */
+  async runAtomic(scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
+    // No look-up first: a first request (the common case) goes straight to its transaction, and a
+    // retry finds the key there (the insert conflicts, or the work fails on what the first one did).
+    const pending: PendingKey = { repository: this.repository, scope, hash };
+    let operationId: string;
+    try {
+      operationId = await pendingKeys.run(pending, execute);
+    } catch (error) {
+      // A duplicate (concurrent, or a retry) fails on the key (KeyTaken) or on the state the first
+      // request left (the name it took, the operation it started): its operation is the answer.
+      const winner = await this.repository.find(scope);
+      if (winner) return this.answer(winner, scope, hash, execute);
+      throw error;
+    }
+    if (pending.recordedFor !== operationId && !(await this.repository.claimAnswered(scope, hash, operationId))) {
+      // The work recorded its operation some other way (no cloud RPC does): the key is written after
+      // it, and a request that wrote it meanwhile keeps it. Such work is not exactly-once, only answered so.
+      const first = await this.repository.find(scope);
+      if (first) return this.answer(first, scope, hash, execute);
+    }
+    return { operationId, replayed: false };
+  }
+
+  /** The answer to a request whose key exists: the operation it names, or `run`'s wait while its first request is in progress. */
+  private answer(row: IdempotencyRow, scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
+    if (row.request_hash !== hash) throw keyReused();
+    if (row.operation_id) return Promise.resolve({ operationId: row.operation_id, replayed: true });
+    return this.run(scope, hash, execute);
+  }
+
+  /**
+   * The same guarantee for an `execute` that does not record through Operations.begin, in three
+   * commits: the key is claimed first, the work runs, the key is answered with its operation.
+   */
   async run(scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
     const waitMs = this.options.waitMs ?? 30_000;
     const deadline = Date.now() + waitMs;

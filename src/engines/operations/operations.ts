@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { recordPendingKey } from './idempotency.js';
 import { OperationRepository, type OperationQuery, type OperationRow } from '../../store/repositories/operation-repository.js';
 
 /** What a service records when a mutation starts. */
@@ -46,12 +47,18 @@ export class Operations {
     this.repository = new OperationRepository(knex);
   }
 
-  /** Records an operation in `trx`; its work becomes claimable when `trx` commits. */
+  /**
+   * Records an operation in `trx`, with the idempotency key of the request being served
+   * (IdempotencyKeys.runAtomic); its work becomes claimable when `trx` commits.
+   */
   async begin(trx: Knex, operation: NewOperation): Promise<OperationRow> {
     const synchronous = operation.work === undefined;
+    const id = newOperationId();
+    // The request's idempotency key (if any) commits with the operation it answers.
+    await recordPendingKey(trx, id);
     const row = await this.repository.insert(
       {
-        id: newOperationId(),
+        id,
         service: operation.service,
         description: operation.description,
         created_by: operation.createdBy,

@@ -114,6 +114,7 @@ function maskForHash(lines: readonly string[]): string {
  * `X-Idempotency-Key` on every mutating method: the same key from the same principal on the same
  * method answers with the same Operation (its current state) and the work runs once, also for
  * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it.
+ * The key is written by the transaction that records the operation (IdempotencyKeys.runAtomic).
  */
 export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; loadOperation(id: string): Promise<Operation> }): Interceptor {
   // Reads (and calls without a key) pass straight on, without a promise of this interceptor's own.
@@ -129,7 +130,7 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
         maskForHash(requestHeaderLines({ values: req.contextValues, requestHeader: req.header }, 'x-resetmask')),
       );
       let response: UnaryResponse | undefined;
-      const result = await options.keys.run({ principal: principal.id, method, key }, hash, async () => {
+      const result = await options.keys.runAtomic({ principal: principal.id, method, key }, hash, async () => {
         const answer = await next(req);
         if (answer.stream) throw new Error('a mutating method must be unary');
         response = answer;

@@ -28,6 +28,20 @@ export class IdempotencyRepository {
     return rows.length > 0;
   }
 
+  /**
+   * Inserts the key already answered by `operationId` (in the transaction that records the
+   * operation); false when the key exists. A concurrent insert of the same key waits for the other
+   * transaction to end, so the loser sees the winner's committed row.
+   */
+  async claimAnswered(scope: IdempotencyScope, requestHash: string, operationId: string, trx: Knex = this.knex): Promise<boolean> {
+    const rows = await trx('idempotency_keys')
+      .insert({ ...scope, request_hash: requestHash, operation_id: operationId })
+      .onConflict(['principal', 'method', 'key'])
+      .ignore()
+      .returning('key');
+    return rows.length > 0;
+  }
+
   async find(scope: IdempotencyScope, trx: Knex = this.knex): Promise<IdempotencyRow | undefined> {
     const row = await trx('idempotency_keys').select('*').where(scope).first();
     return row ? { ...row, created_at: new Date(row.created_at) } : undefined;
