@@ -143,7 +143,7 @@ async function runFile(file: string, blocks: Block[], fileEnv: Record<string, st
   }
 }
 
-/** The files named on the command line (relative to the working directory), else README.md and docs/*.md. */
+/** The files named on the command line (relative to where npm was run), else README.md and docs/*.md. */
 function filesToRun(args: string[]): string[] {
   if (args.length === 0)
     return [
@@ -154,7 +154,7 @@ function filesToRun(args: string[]): string[] {
         .map((name) => `docs/${name}`),
     ];
   return args.map((arg) => {
-    const file = relative(ROOT, resolve(arg));
+    const file = relative(ROOT, resolve(process.env.INIT_CWD ?? process.cwd(), arg));
     if (!existsSync(join(ROOT, file)) || !file.endsWith('.md') || file.startsWith('..')) {
       console.error(`test:docs: ${arg} is not a Markdown file of this repository`);
       process.exit(2);
