@@ -1,4 +1,5 @@
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { wrapUniversalHandler } from './universal-handler.js';
 
 const utf8 = new TextEncoder();
 const HEX = '0123456789ABCDEF';
@@ -94,12 +95,5 @@ export function specGrpcMessages(handler: UniversalHandler): UniversalHandler {
     }
     return res;
   };
-  return Object.assign(wrapped, {
-    protocolNames: handler.protocolNames,
-    service: handler.service,
-    method: handler.method,
-    requestPath: handler.requestPath,
-    allowedMethods: handler.allowedMethods,
-    supportedContentType: handler.supportedContentType,
-  });
+  return wrapUniversalHandler(handler, wrapped);
 }

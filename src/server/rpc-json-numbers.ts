@@ -1,4 +1,5 @@
 import { Code, ConnectError } from '@connectrpc/connect';
+import { wrapUniversalHandler } from './universal-handler.js';
 import {
   createAsyncIterable,
   readAllBytes,
@@ -48,14 +49,7 @@ export function refuseUnsafeJsonNumbers(handler: UniversalHandler, options: Unsa
     if (!unsafe) return handler(json.request);
     return refuse(req, new ConnectError(`${unsafe.path || 'message'}: ${unsafe.message}`, Code.InvalidArgument));
   };
-  return Object.assign(wrapped, {
-    protocolNames: handler.protocolNames,
-    service: handler.service,
-    method: handler.method,
-    requestPath: handler.requestPath,
-    allowedMethods: handler.allowedMethods,
-    supportedContentType: handler.supportedContentType,
-  });
+  return wrapUniversalHandler(handler, wrapped);
 }
 
 /** The JSON text of a unary Connect JSON request and the request to hand on (its body re-readable), or undefined. */

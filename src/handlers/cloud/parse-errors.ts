@@ -1,4 +1,5 @@
 import { create, toBinary } from '@bufbuild/protobuf';
+import { wrapUniversalHandler } from '../../server/universal-handler.js';
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import { Code } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
@@ -60,14 +61,7 @@ export function invalidArgumentOnParseFailure(handler: UniversalHandler): Univer
     }
     return res;
   };
-  return Object.assign(wrapped, {
-    protocolNames: handler.protocolNames,
-    service: handler.service,
-    method: handler.method,
-    requestPath: handler.requestPath,
-    allowedMethods: handler.allowedMethods,
-    supportedContentType: handler.supportedContentType,
-  });
+  return wrapUniversalHandler(handler, wrapped);
 }
 
 function badRequest(parseMessage: string): AppError {
