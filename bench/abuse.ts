@@ -20,8 +20,9 @@
  * non-zero when the server crashed, answered 5xx (but the 503s of a full disk), held a socket open,
  * lost an acknowledged capture, grew past BENCH_MAX_RSS_MB or a bystander missed its goal.
  */
+import { fillFilesystem } from '../scripts/support/fill-filesystem.js';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -493,20 +494,7 @@ async function windowZeroReaders(port: number, from: string, streams: number, pa
 async function diskFull(base: string, mount: string, routeId: string) {
   const whileFull = new Map<string, number>();
   const count = (what: string) => whileFull.set(what, (whileFull.get(what) ?? 0) + 1);
-  const filler = join(mount, 'filler');
-  const fd = openSync(filler, 'w');
-  try {
-    for (const size of [1024 * 1024, 4096]) {
-      const chunk = Buffer.alloc(size, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
+  const filler = fillFilesystem(mount);
   try {
     const until = Date.now() + 3000;
     let attempt = 0;

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
+import { fillFilesystem } from '../../scripts/support/fill-filesystem.js';
 import { randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build, type App } from '../../src/server/build.js';
@@ -41,23 +42,8 @@ function unmount(): void {
   rmSync(mountPoint, { recursive: true, force: true });
 }
 
-/** Writes a file until the filesystem refuses more (ENOSPC); answers its path. */
 function fillUp(): string {
-  const filler = join(mountPoint, 'filler');
-  const fd = openSync(filler, 'w');
-  try {
-    for (const size of [1024 * 1024, 4096]) {
-      const chunk = Buffer.alloc(size, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return filler;
+  return fillFilesystem(mountPoint);
 }
 
 (mounted.ok ? describe : describe.skip)('a full disk under PGlite', () => {
