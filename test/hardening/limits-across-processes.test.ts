@@ -1,14 +1,10 @@
-import { build, type App } from '../../src/server/build.js';
-import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/store/database.js';
 import { LimitCounterRepository } from '../../src/store/repositories/limit-counter-repository.js';
-import { startServer, type TestServer } from '../support/app.js';
+import { startPeerServer, startServer, type PeerServer, type TestServer } from '../support/app.js';
 import { bootstrapAdmin, call, requestFrom } from '../handlers/users-fixtures.js';
 
 const LIMITS = { WEBHOOK_ROUTE_LIMIT: '4', WEBHOOK_ROUTE_WINDOW_SECONDS: '60', SIGNIN_MAX_FAILURES: '4', SIGNIN_NAME_MAX_FAILURES: '10' };
 let serverA: TestServer | undefined;
-let appB: App | undefined;
-let serverB: Pick<TestServer, 'app' | 'port' | 'url'>;
+let serverB: PeerServer | undefined;
 
 /**
  * Server B shares server A's database: on PostgreSQL through its own pool (what two processes or two
@@ -16,19 +12,10 @@ let serverB: Pick<TestServer, 'app' | 'port' | 'url'>;
  */
 beforeAll(async () => {
   serverA = await startServer(LIMITS);
-  let database: Database;
-  if (serverA.app.db.kind === 'postgres') {
-    const connection = (serverA.app.db.knex.client as { config: { connection: { connectionString: string } } }).config.connection;
-    database = await openDatabase({ databaseUrl: connection.connectionString, poolMax: 3 });
-  } else {
-    database = { ...serverA.app.db, close: async () => undefined };
-  }
-  appB = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...LIMITS }), { database });
-  const port = await appB.listen(0, '127.0.0.1');
-  serverB = { app: appB, port, url: `http://127.0.0.1:${port}` };
+  serverB = await startPeerServer(serverA, LIMITS);
 });
 afterAll(async () => {
-  await appB?.close();
+  await serverB?.close();
   await serverA?.close();
 });
 
@@ -40,7 +27,7 @@ async function createRouteOn(url: string): Promise<number> {
 
 test('the route-creation limit is one allowance over both servers', async () => {
   const statuses = [];
-  for (let i = 0; i < 6; i++) statuses.push(await createRouteOn(i % 2 === 0 ? serverA!.url : serverB.url));
+  for (let i = 0; i < 6; i++) statuses.push(await createRouteOn(i % 2 === 0 ? serverA!.url : serverB!.url));
   expect(statuses).toEqual([201, 201, 201, 201, 429, 429]);
 });
 
@@ -51,7 +38,7 @@ test('failed sign-ins for one name from one address count on both servers', asyn
   ).toBe(200);
   const statuses = [];
   for (let i = 0; i < 5; i++) {
-    const server = i % 2 === 0 ? serverA! : serverB;
+    const server = i % 2 === 0 ? serverA! : serverB!;
     statuses.push((await requestFrom(server as TestServer, '127.0.0.20', 'POST', '/api/auth', { name: 'shared', password: 'wrong-password' })).status);
   }
   expect(statuses).toEqual([401, 401, 401, 401, 429]);

@@ -97,6 +97,33 @@ async function sendChecked(app: App, url: string, method: string, path: string, 
  * Every response of every integration test is checked against the OpenAPI document of its path:
  * a documented status, and a body valid against that status's schema.
  */
+/** A second server on `first`'s database, as another process or replica would be. */
+export interface PeerServer {
+  app: App;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a second server sharing `first`'s database: on PostgreSQL through its own pool and LISTEN
+ * connection (two processes in all but name), on PGlite through the same embedded instance (PGlite
+ * cannot be shared between processes; its NOTIFY is delivered in-process).
+ */
+export async function startPeerServer(first: TestServer, env: Record<string, string> = {}): Promise<PeerServer> {
+  let database: Database;
+  if (first.app.db.kind === 'postgres') {
+    const connection = (first.app.db.knex.client as { config: { connection: { connectionString: string } } }).config.connection;
+    database = await openDatabase({ databaseUrl: connection.connectionString, poolMax: 3 });
+  } else {
+    database = { ...first.app.db, close: async () => undefined };
+  }
+  const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env }), { database });
+  const close = closeWhenFileEnds(() => app.close());
+  const port = await app.listen(0, '127.0.0.1');
+  return { app, port, url: `http://127.0.0.1:${port}`, close };
+}
+
 export function expectMatchesContract(app: App, method: string, path: string, response: TestResponse): void {
   const pathOnly = path.split('?')[0] ?? path;
   for (const [name, rest] of Object.entries(app.restApis)) {

@@ -1,12 +1,9 @@
 import http2 from 'node:http2';
-import { build, type App } from '../../src/server/build.js';
-import { loadConfig } from '../../src/config.js';
-import { openDatabase, type Database } from '../../src/store/database.js';
-import { startServer, type TestServer } from '../support/app.js';
+import { startPeerServer, startServer, type PeerServer, type TestServer } from '../support/app.js';
 import { createRoute, openEventStream, rawRequest } from './support.js';
 
 let serverA: TestServer;
-let appB: App;
+let serverB: PeerServer | undefined;
 let urlB: string;
 
 /**
@@ -16,18 +13,11 @@ let urlB: string;
  */
 beforeAll(async () => {
   serverA = await startServer();
-  let database: Database;
-  if (serverA.app.db.kind === 'postgres') {
-    const connection = (serverA.app.db.knex.client as { config: { connection: { connectionString: string } } }).config.connection;
-    database = await openDatabase({ databaseUrl: connection.connectionString, poolMax: 3 });
-  } else {
-    database = { ...serverA.app.db, close: async () => undefined };
-  }
-  appB = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false' }), { database });
-  urlB = `http://127.0.0.1:${await appB.listen(0, '127.0.0.1')}`;
+  serverB = await startPeerServer(serverA);
+  urlB = serverB.url;
 });
 afterAll(async () => {
-  await appB?.close();
+  await serverB?.close();
   await serverA?.close();
 });
 
