@@ -11,6 +11,7 @@
  * (Last-Event-ID) after a dropped connection or a server restart, so each capture is forwarded once
  * while it runs; a target that is down is retried with backoff, and each failure is reported.
  */
+import type { components } from '../../generated/openapi/webhooks.js';
 import http from 'node:http';
 import https from 'node:https';
 import { parseArgs } from 'node:util';
@@ -40,19 +41,11 @@ const RETRY_MAX_MS = 30_000;
 
 class UsageError extends Error {}
 
-/** The fields of a captured request (contracts/openapi/webhooks.yaml CapturedRequest) a forward needs. */
-interface Capture {
-  id: string;
-  routeId: string;
-  method: string;
-  path: string;
-  query: string;
-  headers: Array<[string, string]>;
-  bodyBase64: string;
-  bodyOmitted: boolean;
-  truncated: boolean;
-  links: { raw: string };
-}
+/** The fields of a captured request a forward needs (contracts/openapi/webhooks.yaml CapturedRequest). */
+type Capture = Pick<
+  components['schemas']['CapturedRequest'],
+  'id' | 'routeId' | 'method' | 'path' | 'query' | 'headers' | 'bodyBase64' | 'bodyOmitted' | 'truncated' | 'links'
+>;
 
 /** Runs `cfs webhooks <argv>`; answers the exit code. */
 export async function webhooksCommand(argv: string[], io: WebhooksCliIo = processIo()): Promise<number> {
@@ -257,8 +250,8 @@ async function deliver(route: RouteRef, capture: Capture, target: string, io: We
 function send(url: string, capture: Capture, body: Buffer, signal: AbortSignal | undefined): Promise<number> {
   const target = new URL(url);
   const lines: string[] = ['Host', target.host];
-  for (const [name, value] of capture.headers) if (isReplayedHeader(name)) lines.push(name, value);
-  if (body.length > 0 || capture.headers.some(([name]) => /^(content-length|transfer-encoding)$/i.test(name)))
+  for (const [name = '', value = ''] of capture.headers) if (isReplayedHeader(name)) lines.push(name, value);
+  if (body.length > 0 || capture.headers.some(([name = '']) => /^(content-length|transfer-encoding)$/i.test(name)))
     lines.push('Content-Length', String(body.length));
   const client = target.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
