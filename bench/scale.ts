@@ -9,9 +9,11 @@
  *    operation and idempotency key.
  * 2. Fills every table by copying those rows in SQL with only their ids, names, times and filter
  *    values varied (every other column is the server's own value, new columns included), checks a
- *    loaded row of each table against the server's, then times every hot read (READS below: p50/p99
- *    over SCALE_REQUESTS requests after a warm-up) through the real servers, one request to each size
- *    in turn, so both sizes see the same moments of a shared machine's load.
+ *    loaded row of each table against the server's, then times every hot read (READS below) through
+ *    the real servers, one request to each size in turn, so both sizes see the same moments of a
+ *    shared machine's load: SCALE_ROUNDS rounds of SCALE_REQUESTS requests after a warm-up, every read
+ *    once per round; p50 over all of them, p99 the median of the rounds' p99s (one round's p99 is its
+ *    2nd slowest request: one GC pause or preemption, which a median of rounds leaves out).
  * 3. At the largest size: EXPLAIN of the cloud API's lookups, the sweep rates (operation retention,
  *    idempotency key expiry, webhook sweeper, each through its own class) and the p99 of a read
  *    while retention runs against the same read idle.
@@ -25,7 +27,7 @@
  *
  * Environment: DATABASE_URL (the admin connection, default postgres://postgres@127.0.0.1:5432/postgres),
  * SCALE_DB_PREFIX (scratch database name prefix, default cfs_bench_scale), SCALE_SIZES
- * (default 10000,1000000; empty: PGlite only), SCALE_PGLITE_SIZE (default 100000), SCALE_REQUESTS
+ * (default 10000,1000000; empty: PGlite only), SCALE_PGLITE_SIZE (default 100000), SCALE_ROUNDS (default 5), SCALE_REQUESTS
  * (default 200), SCALE_PGLITE_KEEP (a new directory to keep the loaded PGlite data in).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -53,6 +55,8 @@ const PGLITE_SIZE = Number(process.env.SCALE_PGLITE_SIZE ?? 100_000);
 /** Keeps the loaded PGlite data directory here (it must not exist yet), e.g. to EXPLAIN its plans afterwards. */
 const PGLITE_KEEP = process.env.SCALE_PGLITE_KEEP;
 const REQUESTS = Number(process.env.SCALE_REQUESTS ?? 200);
+/** Rounds of REQUESTS requests per read; a read's p99 is the median of its rounds' p99s. */
+const ROUNDS = Number(process.env.SCALE_ROUNDS ?? 5);
 const WARMUP = 20;
 /** A read slower than this on its first try is reported, not repeated REQUESTS times. */
 const GIVE_UP_MS = 3000;
@@ -507,6 +511,7 @@ async function expectOk(base: string, call: Call): Promise<Answer> {
 
 interface Timing {
   p50: number;
+  /** The median of the rounds' p99s (one round's p99 of 200 fast reads is its 2nd slowest: a GC pause or a preemption). */
   p99: number;
 }
 
@@ -515,23 +520,49 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-/** p50/p99 of `count` sequential requests after a warm-up; a failed or too slow read answers why. */
-async function time(base: string, make: (index: number) => Call, count: number): Promise<Timing | string> {
-  return (await timeInterleaved([base], [make], count))[0]!;
+/** p50 over every sample of every round, p99 as the median of the rounds' p99s. */
+function summarise(rounds: number[][]): Timing {
+  return {
+    p50: percentile(rounds.flat(), 50),
+    p99: percentile(
+      rounds.map((round) => percentile(round, 99)),
+      50,
+    ),
+  };
 }
 
-/** p50/p99 per server of `count` requests after a warm-up, sent to each server in turn; a failed or too slow one answers why. */
-async function timeInterleaved(bases: string[], makers: Array<((index: number) => Call) | string>, count = REQUESTS): Promise<Array<Timing | string>> {
-  const outcome: Array<Timing | string | undefined> = makers.map((make) => (typeof make === 'string' ? make : undefined));
+/** Timing of ROUNDS rounds of `count` sequential requests, each after a warm-up; a failed or too slow read answers why. */
+async function time(base: string, make: (index: number) => Call, count: number): Promise<Timing | string> {
+  const rounds: number[][] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const [samples] = await timeInterleaved([base], [make], count, round * (WARMUP + count));
+    if (typeof samples === 'string') return samples;
+    rounds.push(samples!);
+  }
+  return summarise(rounds);
+}
+
+/**
+ * One round: the durations of `count` requests per server after a warm-up, sent to each server in
+ * turn (request numbers from `first`, so that creates name new instances every round); a failed or
+ * too slow one answers why.
+ */
+async function timeInterleaved(
+  bases: string[],
+  makers: Array<((index: number) => Call) | string>,
+  count: number,
+  first: number,
+): Promise<Array<number[] | string>> {
+  const outcome: Array<string | undefined> = makers.map((make) => (typeof make === 'string' ? make : undefined));
   const samples: number[][] = bases.map(() => []);
   const live = () => bases.flatMap((_, server) => (outcome[server] === undefined ? [server] : []));
   const spent = bases.map(() => 0);
   for (let index = 0; index < WARMUP + count && live().length > 0; index++) {
     for (const server of live()) {
-      const answer = await send(bases[server]!, (makers[server] as (index: number) => Call)(index));
+      const answer = await send(bases[server]!, (makers[server] as (index: number) => Call)(first + index));
       spent[server]! += answer.ms;
       const mine = samples[server]!;
-      if (answer.status >= 300) outcome[server] = `request ${index + 1} answered ${answer.status}: ${JSON.stringify(answer.json).slice(0, 160)}`;
+      if (answer.status >= 300) outcome[server] = `request ${first + index + 1} answered ${answer.status}: ${JSON.stringify(answer.json).slice(0, 160)}`;
       else if (index === 0 && answer.ms > GIVE_UP_MS) outcome[server] = `took ${answer.ms.toFixed(0)} ms on the first request (not repeated)`;
       else if (index >= WARMUP) mine.push(answer.ms);
       if (outcome[server] === undefined && spent[server]! > READ_BUDGET_MS) {
@@ -540,7 +571,7 @@ async function timeInterleaved(bases: string[], makers: Array<((index: number) =
       }
     }
   }
-  return outcome.map((result, server) => result ?? { p50: percentile(samples[server]!, 50), p99: percentile(samples[server]!, 99) });
+  return outcome.map((result, server) => result ?? samples[server]!);
 }
 
 function peakRssMb(pid: number): number {
@@ -686,23 +717,44 @@ async function locateTemplates(knex: Knex, written: Written): Promise<Templates>
  * same moments of a shared machine's load, so the growth ratio compares like with like.
  */
 async function measureReads(stores: Array<{ server: Server; fixture: Fixture }>): Promise<Array<Map<string, Timing | string>>> {
-  const results = stores.map(() => new Map<string, Timing | string>());
-  for (const read of READS) {
-    const makers = await Promise.all(stores.map(({ fixture }) => read.prepare(fixture)));
-    const outcome = await timeInterleaved(
-      stores.map(({ server }) => server.base),
-      makers,
-    );
-    outcome.forEach((result, index) => {
-      results[index]!.set(read.name, result);
+  const makers = new Map<string, Array<((index: number) => Call) | string>>();
+  for (const read of READS) makers.set(read.name, await Promise.all(stores.map(({ fixture }) => read.prepare(fixture))));
+  const rounds = new Map<string, Array<number[][] | string>>(READS.map((read) => [read.name, stores.map(() => [])]));
+  // Rounds outermost: a burst of the machine's other work lands in one round of a few reads, and
+  // the median of the rounds' p99s leaves it out.
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const read of READS) {
+      const sofar = rounds.get(read.name)!;
+      const live = makers.get(read.name)!.map((make, index) => (typeof sofar[index] === 'string' ? (sofar[index] as string) : make));
+      const outcome = await timeInterleaved(
+        stores.map(({ server }) => server.base),
+        live,
+        REQUESTS,
+        round * (WARMUP + REQUESTS),
+      );
+      outcome.forEach((result, index) => {
+        const mine = sofar[index]!;
+        if (typeof mine === 'string') return;
+        if (typeof result === 'string') sofar[index] = result;
+        else mine.push(result);
+      });
+    }
+    progress(`  round ${round + 1} of ${ROUNDS} done`);
+  }
+  return stores.map((store, index) => {
+    const results = new Map<string, Timing | string>();
+    for (const read of READS) {
+      const mine = rounds.get(read.name)![index]!;
+      const result = typeof mine === 'string' ? mine : summarise(mine);
+      results.set(read.name, result);
       progress(
-        `  ${read.name} at ${stores[index]!.fixture.size.toLocaleString('en')}: ${
+        `  ${read.name} at ${store.fixture.size.toLocaleString('en')}: ${
           typeof result === 'string' ? `NOT MEASURED: ${result}` : `p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms`
         }`,
       );
-    });
-  }
-  return results;
+    }
+    return results;
+  });
 }
 
 const EXPLAINS: Array<{ name: string; sql: string }> = [
@@ -883,7 +935,7 @@ try {
   }
   const largest = stores[stores.length - 1];
   if (largest) {
-    progress(`PostgreSQL: timing the hot reads at ${SIZES.join(' and ')} rows, side by side (${REQUESTS} requests each)`);
+    progress(`PostgreSQL: timing the hot reads at ${SIZES.join(' and ')} rows, side by side (${ROUNDS} rounds of ${REQUESTS} requests each)`);
     const measured = await measureReads(stores.map((store) => ({ server: store.server, fixture: fixtureFor(store.server.base, store.written, store.size) })));
     stores.forEach((store, index) => pgResults.set(store.size, measured[index]!));
     await explainAll(largest.database.knex);
