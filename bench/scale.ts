@@ -107,6 +107,8 @@ interface Fixture {
 
 interface Read {
   name: string;
+  /** Printed but not held to the targets: a case docs/publishing.md names as the residual one. */
+  residual?: true;
   prepare(fixture: Fixture): Promise<((index: number) => Call) | string>;
 }
 
@@ -125,6 +127,11 @@ const READS: Read[] = [
   { name: 'GET /v1/articles?topic=', prepare: always({ method: 'GET', path: `/v1/articles?limit=20&topic=${topicId(8)}` }) },
   { name: 'GET /v1/articles?q= (rare word)', prepare: always({ method: 'GET', path: '/v1/articles?limit=20&q=zyzzyva' }) },
   { name: 'GET /v1/articles?q= (common word)', prepare: always({ method: 'GET', path: '/v1/articles?limit=20&q=article' }) },
+  {
+    name: 'GET /v1/articles?q= (word of old articles only)',
+    residual: true,
+    prepare: always({ method: 'GET', path: '/v1/articles?limit=20&q=vintage' }),
+  },
   {
     name: 'GET /v1/articles next page (cursor)',
     prepare: async (fixture) => {
@@ -220,7 +227,8 @@ interface Table {
   /** Rows of this table at a given size of the loaded tables. */
   rows(size: number): number;
   template(t: Templates): string;
-  vary(t: Templates): Record<string, string>;
+  /** Column expressions over `i` (the row number) and `tpl` (the template row), for a load to `size` rows. */
+  vary(t: Templates, size: number): Record<string, string>;
 }
 
 const TABLES: Table[] = [
@@ -245,11 +253,13 @@ const TABLES: Table[] = [
     table: 'publishing_articles',
     rows: (size) => size,
     template: (t) => `id = '${t.article}'`,
-    vary: () => ({
+    vary: (_, size) => ({
       id: `'f' || lpad(to_hex(i), 23, '0')`,
       title: `'Scale article ' || i`,
-      // A word shared by 1 row in 1000, a rare word (1 in 100,000), and "article" in every title.
-      text: `tpl.text || ' w' || (i % 1000) || CASE WHEN i % 100000 = 7 THEN ' zyzzyva' ELSE '' END`,
+      // A word shared by 1 row in 1000, a rare word (1 in 100,000), "article" in every title, and a
+      // word of 1 row in 10 of the older half only (common once, absent from every recent article).
+      text: `tpl.text || ' w' || (i % 1000) || CASE WHEN i % 100000 = 7 THEN ' zyzzyva' ELSE '' END
+             || CASE WHEN i > ${Math.floor(size / 2)} AND i % 10 = 3 THEN ' vintage' ELSE '' END`,
       tags: `jsonb_build_array('t' || (i % 1000), 'scale')`,
       topic_id: `'e' || lpad(to_hex(i % ${TOPICS} + 1), 23, '0')`,
       status: `CASE WHEN i % 20 = 0 THEN 'draft' ELSE 'published' END`,
@@ -344,7 +354,7 @@ async function load(knex: Knex, templates: Templates, from: number, to: number, 
     const last = table.rows(to);
     if (first > last) continue;
     const columns = await insertableColumns(knex, table.table);
-    const vary = table.vary(templates);
+    const vary = table.vary(templates, to);
     const select = columns.map((column) => vary[column] ?? `tpl.${column}`).join(', ');
     const started = performance.now();
     for (let start = first; start <= last; start += 100_000) {
@@ -377,7 +387,7 @@ async function checkShapes(knex: Knex, templates: Templates): Promise<void> {
   for (const table of TABLES) {
     const [server] = (await knex.raw(`SELECT * FROM ${table.table} WHERE ${table.template(templates)}`)).rows as Row[];
     // The loaded row number 1: a completed operation, a published article.
-    const [column, expression] = Object.entries(table.vary(templates))[0]!;
+    const [column, expression] = Object.entries(table.vary(templates, 1))[0]!;
     const [loaded] = (await knex.raw(`SELECT * FROM ${table.table} WHERE ${column} = (SELECT ${expression} FROM (SELECT 1 AS i) AS one)`)).rows as Row[];
     if (!server || !loaded) throw new Error(`${table.table}: no server-written or no loaded row to compare`);
     for (const name of new Set([...Object.keys(server), ...Object.keys(loaded)])) {
@@ -1006,11 +1016,12 @@ function report(): void {
     const large = pgResults.get(largest)?.get(read.name);
     const growth = typeof small === 'object' && typeof large === 'object' ? large.p99 / small.p99 : undefined;
     lines.push([
-      read.name,
+      read.residual ? `${read.name} *` : read.name,
       ...sizes.map((size) => cell(pgResults.get(size)?.get(read.name))),
       growth === undefined ? '–' : growth.toFixed(2),
       ...(pgliteResult ? [cell(pgliteResult.reads.get(read.name))] : []),
     ]);
+    if (read.residual) continue;
     if (typeof large === 'string') misses.push(`${read.name}: not measured at ${largest}: ${large}`);
     else if (typeof small === 'string') misses.push(`${read.name}: not measured at ${smallest}: ${small}`);
     if (typeof large === 'object' && large.p99 > TARGET.p99Ms)
@@ -1021,6 +1032,8 @@ function report(): void {
   const widths = header.map((_, column) => Math.max(...lines.map((line) => line[column]!.length)));
   console.log('');
   for (const line of lines) console.log(line.map((value, column) => value.padEnd(widths[column]!)).join('  '));
+  if (READS.some((read) => read.residual))
+    console.log('* the residual case of full-text search (docs/publishing.md, "Lists at any size"): printed, not held to the targets');
   if (sweeps) {
     const rate = (rows: number, seconds: number) =>
       `${Math.round(rows / seconds).toLocaleString('en')} rows/s (${rows.toLocaleString('en')} rows in ${seconds.toFixed(1)} s)`;
