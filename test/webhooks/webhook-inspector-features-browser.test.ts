@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
+import { CHROMIUM, haveChromium, launchChromium } from '../support/browser.js';
+import { budget } from '../support/budget.js';
 import { rawRequest } from './support.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`SKIPPED the webhook inspector features browser test: ${CHROMIUM} is missing (CI installs it with apt-get install chromium)`);
 const browserTest = haveChromium ? test : test.skip;
 
@@ -13,14 +13,25 @@ let server: TestServer | undefined;
 let browser: Browser | undefined;
 beforeAll(async () => {
   server = await startServer({ WEBHOOK_BATCH_MS: '1' });
-  if (haveChromium) {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-  }
-}, 60_000);
+  if (haveChromium) browser = await launchChromium();
+}, budget(20_000));
 afterAll(async () => {
   await browser?.close();
   await server?.close();
 });
+
+/**
+ * Waits until the list shows exactly `count` captures. Locators, not `page.waitForFunction('…')`: a
+ * string predicate is re-evaluated with `eval` on every poll after the first, which the page's CSP
+ * (`script-src 'self'`) refuses, so it failed whenever the list was not ready at the first look.
+ * The page clears the list and then adds a whole page of results in one task, so the `count`th item
+ * present and the next one absent is that page.
+ */
+async function listed(page: Page, count: number): Promise<void> {
+  const items = page.locator('#requests > li');
+  if (count > 0) await items.nth(count - 1).waitFor({ state: 'attached' });
+  await items.nth(count).waitFor({ state: 'detached' });
+}
 
 const SECRET = 'browser-test-secret';
 const sign = (body: string) => `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
@@ -94,7 +105,7 @@ browserTest(
     await page.fill('#search-q', 'evil');
     await page.click('#search button[type=submit]');
     await page.locator('#search-clear:not([hidden])').waitFor();
-    await page.waitForFunction("document.querySelectorAll('#requests > li').length === 1");
+    await listed(page, 1);
     expect(await page.locator('#requests > li summary .target').allTextContents()).toEqual([`/${routeId}/forged`]);
     expect(new URL(page.url()).search).toBe('?q=evil');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-har')]);
@@ -103,10 +114,10 @@ browserTest(
 
     // Clearing the search lists everything again.
     await page.click('#search-clear');
-    await page.waitForFunction("document.querySelectorAll('#requests > li').length === 3");
+    await listed(page, 3);
 
     expect(messages).toEqual([]);
     await context.close();
   },
-  120_000,
+  budget(40_000),
 );
