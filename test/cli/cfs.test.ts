@@ -2,6 +2,7 @@
  * `cfs` as an operator uses it, as child processes of bin/cfs.js against the live server: profiles,
  * every verb on instances, output formats, errors and exit codes, shell completion.
  */
+import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -9,6 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { startServer, type TestServer } from '../support/app.js';
+import { budget } from '../support/budget.js';
+
+// Each test runs dozens of `cfs` child processes (~10 s for the file quiet): the former fixed 240 s,
+// scaled with the load like every other timeout (test/support/budget.ts).
+jest.setTimeout(budget(80_000));
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const ADMIN = { name: 'cfs-admin', password: 'cfs-admin-password' };
@@ -149,7 +155,7 @@ test('an operator sets up profiles and works through every verb on instances', a
     ['admin', true],
   ]);
   expect((await cfs(['iam', 'whoami', '--profile', 'robot'])).code).toBe(2);
-}, 240_000);
+});
 
 test("the IAM services' verbs are generated the same way", async () => {
   const base = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'iam-verbs') };
@@ -177,7 +183,7 @@ test("the IAM services' verbs are generated the same way", async () => {
   await json(['iam', 'service-account', 'delete', account], env);
   await json(['iam', 'project', 'delete', project], env);
   expect((await cfs(['iam', 'project', 'get', project], env)).code).toBe(4);
-}, 180_000);
+});
 
 test('--format prints JSON, YAML or a table', async () => {
   const env = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'formats') };

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { webhooksCommand } from '../../src/cli/webhooks.js';
@@ -5,7 +6,12 @@ import { loadConfig } from '../../src/config.js';
 import { build, type App } from '../../src/server/build.js';
 import type { Database } from '../../src/store/database.js';
 import { openTestDatabase } from '../support/app.js';
+import { budget } from '../support/budget.js';
 import { rawRequest } from '../webhooks/support.js';
+
+// A server restart and a target outage inside one test: the former fixed 120 s, scaled with the load
+// like every other timeout (test/support/budget.ts).
+jest.setTimeout(budget(40_000));
 
 interface Received {
   method: string;
@@ -164,7 +170,7 @@ test('listen forwards every capture byte for byte, once and in order, across a s
   expect(out).toHaveLength(5);
   expect(out[1]).toMatch(new RegExp(`^[0-9a-f-]{36} POST /${created.routeId}/events/2\\?n=2&n=again -> 204 \\d+ms$`));
   expect(err.some((line) => /reconnecting in \d+ ms \(resuming after \d+\)/.test(line))).toBe(true);
-}, 120_000);
+});
 
 test('replay sends one capture to the target and exits 0; unknown arguments exit 2', async () => {
   const server = `http://127.0.0.1:${port}`;

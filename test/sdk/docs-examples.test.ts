@@ -3,12 +3,18 @@
  * The program's package imports are pointed at this checkout's sources (the contracts package is
  * built from them), and `npx cfs` at bin/cfs.js (what npx runs in a checkout, without npx's start-up).
  */
+import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type TestServer } from '../support/app.js';
+import { budget } from '../support/budget.js';
 import { GrpcTestClient } from '../support/grpc.js';
 import { createProject, createServiceAccountWithKey } from '../iam/support.js';
+
+// Each example runs as a child process under tsx: the former fixed 240 s, scaled with the load like
+// every other timeout (test/support/budget.ts).
+jest.setTimeout(budget(80_000));
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const DOC = readFileSync(join(ROOT, 'docs/cloud-api.md'), 'utf8');
@@ -64,7 +70,7 @@ test("the client team's program creates, waits and lists with the SDK layer", as
   const created = /^created (instance-\S+)$/m.exec(result.stdout)?.[1];
   expect(created).toBeDefined();
   expect(result.stdout).toContain(`${created} web-1 3`);
-}, 120_000);
+});
 
 test("the operator's cfs session runs as written", async () => {
   const bin = join(dir, 'bin');
@@ -80,4 +86,4 @@ test("the operator's cfs session runs as written", async () => {
   expect(result.stdout).toMatch(/web-1\s+project-\S+\s+STATE_STOPPED/);
   expect(result.stdout).toMatch(/exit 4\n/);
   expect(result.stdout).toMatch(/userProfile:/);
-}, 240_000);
+});
