@@ -387,6 +387,7 @@ async function checkShapes(knex: Knex, templates: Templates): Promise<void> {
   for (const table of TABLES) {
     const [server] = (await knex.raw(`SELECT * FROM ${table.table} WHERE ${table.template(templates)}`)).rows as Row[];
     // The loaded row number 1: a completed operation, a published article.
+    // The id comes first in every `vary`, and no table's id depends on the size loaded.
     const [column, expression] = Object.entries(table.vary(templates, 1))[0]!;
     const [loaded] = (await knex.raw(`SELECT * FROM ${table.table} WHERE ${column} = (SELECT ${expression} FROM (SELECT 1 AS i) AS one)`)).rows as Row[];
     if (!server || !loaded) throw new Error(`${table.table}: no server-written or no loaded row to compare`);
@@ -541,15 +542,19 @@ function summarise(rounds: number[][]): Timing {
   };
 }
 
+/** Adds one round's outcome to the rounds so far; the first failure stands for the read from then on. */
+function addRound(sofar: number[][] | string, round: number[] | string): number[][] | string {
+  if (typeof sofar === 'string') return sofar;
+  return typeof round === 'string' ? round : [...sofar, round];
+}
+
 /** Timing of ROUNDS rounds of `count` sequential requests, each after a warm-up; a failed or too slow read answers why. */
 async function time(base: string, make: (index: number) => Call, count: number): Promise<Timing | string> {
-  const rounds: number[][] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const [samples] = await timeInterleaved([base], [make], count, round * (WARMUP + count));
-    if (typeof samples === 'string') return samples;
-    rounds.push(samples!);
+  let rounds: number[][] | string = [];
+  for (let round = 0; round < ROUNDS && typeof rounds !== 'string'; round++) {
+    rounds = addRound(rounds, (await timeInterleaved([base], [make], count, round * (WARMUP + count)))[0]!);
   }
-  return summarise(rounds);
+  return typeof rounds === 'string' ? rounds : summarise(rounds);
 }
 
 /**
@@ -735,19 +740,18 @@ async function measureReads(stores: Array<{ server: Server; fixture: Fixture }>)
   for (let round = 0; round < ROUNDS; round++) {
     for (const read of READS) {
       const sofar = rounds.get(read.name)!;
-      const live = makers.get(read.name)!.map((make, index) => (typeof sofar[index] === 'string' ? (sofar[index] as string) : make));
+      // A read that failed on a server is not sent there again: its reason goes in as the maker.
+      const live = makers.get(read.name)!.map((make, index) => (typeof sofar[index] === 'string' ? sofar[index] : make));
       const outcome = await timeInterleaved(
         stores.map(({ server }) => server.base),
         live,
         REQUESTS,
         round * (WARMUP + REQUESTS),
       );
-      outcome.forEach((result, index) => {
-        const mine = sofar[index]!;
-        if (typeof mine === 'string') return;
-        if (typeof result === 'string') sofar[index] = result;
-        else mine.push(result);
-      });
+      rounds.set(
+        read.name,
+        sofar.map((mine, index) => addRound(mine, outcome[index]!)),
+      );
     }
     progress(`  round ${round + 1} of ${ROUNDS} done`);
   }
