@@ -1,7 +1,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import { once } from 'node:events';
-import { createGzip } from 'node:zlib';
+import { createGzip, gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { startServer, type TestServer } from '../support/app.js';
 import { startServerProcess, type ServerProcess } from './grpc-server-child.js';
@@ -176,6 +176,21 @@ describe('gzip bombs (against a server process, whose peak memory is measured)',
   beforeAll(async () => {
     // 128 MiB of zeros in ~130 KB: an unbounded inflate of one of them adds that much to the server.
     [bomb, child] = await Promise.all([gzipBomb(128 * 1024 * 1024), startServerProcess()]);
+    // The baseline after one small gzip request down each path the bombs take: a fresh process's
+    // first requests (code loaded and compiled, heap grown, a first HTTP/2 session) raise its peak by
+    // tens of MiB of their own, which once put the bombs' share over the bound (99 MiB in all).
+    const small = gzipSync(oversizedGetRequest(16));
+    await fetch(`${child.url}${GET}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/proto', 'connect-protocol-version': '1', 'content-encoding': 'gzip' },
+      body: small,
+    });
+    await fetch(`${child.url}${GET}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/grpc-web+proto', 'grpc-encoding': 'gzip', 'x-grpc-web': '1' },
+      body: envelope(small, true),
+    }).then((response) => response.arrayBuffer());
+    await h2Request({ ':path': GET, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip', te: 'trailers' }, envelope(small, true), false, child.url);
     baseline = (await child.memory()).maxRss;
   });
   afterAll(async () => {
