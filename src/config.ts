@@ -108,6 +108,8 @@ export interface Config {
   metricsEnabled: boolean;
   /** When set, `GET /metrics` requires `Authorization: Bearer <token>`. */
   metricsToken: string | undefined;
+  /** Without a token, serve `GET /metrics` to every client, not only to this machine's. */
+  metricsPublic: boolean;
   /** Browser origins allowed to call the APIs cross-origin (`*` = any); empty = no CORS headers at all. */
   corsOrigins: string[];
   /** Server processes behind the one port (node:cluster); more than 1 needs PostgreSQL. */
@@ -210,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     // --- operations ---
     metricsEnabled: boolean(env, 'METRICS_ENABLED', true),
     metricsToken: metricsToken(env),
+    metricsPublic: boolean(env, 'METRICS_PUBLIC', false),
     corsOrigins: corsOrigins(env),
     workers: integer(env, 'WORKERS', 1, 1, 64),
     pgliteSharedBuffersMb: integer(env, 'PGLITE_SHARED_BUFFERS_MB', 16, 1, 4096),

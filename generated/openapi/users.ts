@@ -29,7 +29,9 @@ export interface paths {
         /**
          * Signs in with a name and password and returns an access token with the user record.
          * @description While no admin exists, signing in with an unknown name creates that user as admin (first-run
-         *     onboarding). Repeated failures for one name or address answer 429 with `Retry-After`.
+         *     onboarding), for a client on the server's own machine or one that sends the setup code the
+         *     server logged at start (`X-Setup-Code`); anyone else gets 403. Repeated failures for one name
+         *     or address answer 429 with `Retry-After`.
          */
         post: operations["signIn"];
         delete?: never;
@@ -56,7 +58,12 @@ export interface paths {
          */
         get: operations["listUsers"];
         put?: never;
-        /** Creates a user (open while no admin exists, then admin only). Answers 200, not 201. */
+        /**
+         * Creates a user (open while no admin exists, then admin only). Answers 200, not 201.
+         * @description While no admin exists, anyone on the server's own machine, or anyone sending the setup code
+         *     the server logged at start (`X-Setup-Code`), may create users; anyone else gets 403.
+         *     Afterwards only admins may.
+         */
         post: operations["createUser"];
         delete?: never;
         options?: never;
@@ -209,6 +216,22 @@ export interface components {
         };
     };
     responses: {
+        /** @description No admin exists yet, and this client is neither on the server's own machine nor sending the setup code. */
+        SetupCodeRequired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "statusCode": 403,
+                 *       "message": "No admin exists yet. Create the first one from the server's own machine, or send the setup code from the server's log in the X-Setup-Code header.",
+                 *       "error": "Forbidden"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorBody"];
+            };
+        };
         /** @description The request is malformed; `details` names each violation. */
         BadRequest: {
             headers: {
@@ -332,7 +355,14 @@ export interface components {
             };
         };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description The one-time setup code a fresh server logs at start while no admin exists (e.g.
+         *     `7QKM-2D9X-HV4T-0RNE`; case, dashes and spaces do not matter). Needed to create the first
+         *     admin from another machine; ignored once an admin exists.
+         */
+        SetupCode: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -368,7 +398,14 @@ export interface operations {
     signIn: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The one-time setup code a fresh server logs at start while no admin exists (e.g.
+                 *     `7QKM-2D9X-HV4T-0RNE`; case, dashes and spaces do not matter). Needed to create the first
+                 *     admin from another machine; ignored once an admin exists.
+                 */
+                "X-Setup-Code"?: components["parameters"]["SetupCode"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -434,6 +471,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SetupCodeRequired"];
             413: components["responses"]["ContentTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -520,7 +558,14 @@ export interface operations {
     createUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The one-time setup code a fresh server logs at start while no admin exists (e.g.
+                 *     `7QKM-2D9X-HV4T-0RNE`; case, dashes and spaces do not matter). Needed to create the first
+                 *     admin from another machine; ignored once an admin exists.
+                 */
+                "X-Setup-Code"?: components["parameters"]["SetupCode"];
+            };
             path?: never;
             cookie?: never;
         };

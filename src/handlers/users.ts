@@ -4,6 +4,7 @@ import { AppError, HTTP_STATUS, publicMessage } from '../errors.js';
 import type { RestCall, RestHandlers, RestReply } from '../http/rest-api.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
 import type { AccountCaller, UserService } from '../services/user-service.js';
+import { firstRunClaimOf } from '../services/first-run.js';
 
 /**
  * The users API's error body (docs/users-api.md): `{statusCode, message, error}`; 401 keeps its two-field form. It is
@@ -22,7 +23,9 @@ export function renderUserApiError(error: AppError): RestReply {
 
 /** Handlers of `contracts/openapi/users.yaml`, keyed by operationId: decode, call the service, encode. */
 export function userApiHandlers(users: UserService, serviceName: string): RestHandlers<operations> {
-  const signIn = createLocalSignIn((name, password, address) => users.signIn(name, password, address));
+  const signIn = createLocalSignIn((name, password, call: RestCall<unknown>) =>
+    users.signIn(name, password, call.remoteAddress, firstRunClaimOf(call.remoteAddress, call.headers)),
+  );
   const caller = (call: RestCall<unknown>): AccountCaller => {
     const principal = call.security.bearerAuth as AccountCaller | undefined;
     if (!principal) throw new AppError('unauthenticated', 'Unauthorized');
@@ -31,7 +34,7 @@ export function userApiHandlers(users: UserService, serviceName: string): RestHa
   return {
     getServiceInfo: () => ({ status: 200, body: { name: serviceName, version: '1.0.0' } }),
     signIn: async (call) => {
-      const result = await signIn(call.body, call.remoteAddress);
+      const result = await signIn(call.body, call);
       if (!result) throw new AppError('unauthenticated', 'Unauthorized');
       return { status: 200, body: result };
     },
@@ -43,7 +46,7 @@ export function userApiHandlers(users: UserService, serviceName: string): RestHa
     },
     createUser: async (call) => {
       const principal = call.security.bearerAuth as AccountCaller | undefined;
-      return { status: 200, body: await users.create(principal, call.body) };
+      return { status: 200, body: await users.create(principal, call.body, firstRunClaimOf(call.remoteAddress, call.headers)) };
     },
     getUser: (call) => users.get(caller(call), call.params.id).then((body) => ({ status: 200, body })),
     updateUser: async (call) => ({

@@ -84,7 +84,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     modules.push({ name: 'pglite-analyzer', start: () => analyzer.start(), stop: () => analyzer.stop() });
   }
   if (metrics) {
-    const serveMetrics = createMetricsEndpoint(metrics, config.metricsToken, await clusterMetricsSource(metrics.registry));
+    const serveMetrics = createMetricsEndpoint(metrics, { token: config.metricsToken, public: config.metricsPublic }, await clusterMetricsSource(metrics.registry));
     modules.push({ name: 'metrics', http: { matches: (path) => path === '/metrics', handle: async (req, res) => (await serveMetrics(req, res), '/metrics') } });
   }
   const cors = config.corsOrigins.length > 0 ? createCorsPolicy(config.corsOrigins) : undefined;

@@ -1,7 +1,9 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { STATUS_CODES } from 'node:http';
 import { ROOT } from './paths.js';
+import { isLocalClient } from '../services/client-address.js';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
@@ -244,21 +246,23 @@ function durationHistogram(durations: RequestSeries[]) {
  */
 export function createMetricsEndpoint(
   metrics: ServerMetrics,
-  token: string | undefined,
+  access: { token: string | undefined; public: boolean },
   /** The text to answer; with WORKERS > 1, the whole cluster's (cluster.ts). */
   collect: () => Promise<string> = () => metrics.registry.metrics(),
 ): (req: NodeRequest, res: NodeResponse) => Promise<void> {
-  const expected = token === undefined ? undefined : digest(token);
+  const expected = access.token === undefined ? undefined : digest(access.token);
   return async (req, res) => {
     const json = (status: number, message: string, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
-      res.end(JSON.stringify({ statusCode: status, message, error: message }));
+      res.end(JSON.stringify({ statusCode: status, message, error: STATUS_CODES[status] ?? 'Error' }));
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, 'Method Not Allowed', { allow: 'GET, HEAD' });
     if (expected) {
       const match = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''));
       // Compared as digests: equal length, constant time, whatever the caller sent.
       if (!match?.[1] || !timingSafeEqual(digest(match[1]), expected)) return json(401, 'Unauthorized', { 'www-authenticate': 'Bearer realm="metrics"' });
+    } else if (!access.public && !isLocalClient(req.socket?.remoteAddress, req.headers)) {
+      return json(403, 'Metrics are served to this machine only: set METRICS_TOKEN (or METRICS_PUBLIC=true) to scrape them from elsewhere.');
     }
     let body: string;
     try {

@@ -20,3 +20,21 @@ function expandIPv6(address: string): string[] {
   const missing = Math.max(0, 8 - left.length - right.length);
   return [...left, ...Array.from({ length: missing }, () => '0'), ...right].map((group) => group.toLowerCase().replace(/^0+(?=.)/, ''));
 }
+
+/**
+ * Whether a request comes from this machine itself: its address is a loopback address and it carries
+ * no forwarding header. A reverse proxy on the same host connects from loopback for every client it
+ * serves, and says so in `X-Forwarded-For`, `Forwarded` or `X-Real-IP`: such a request is not local.
+ */
+export function isLocalClient(address: string | undefined, headers: Record<string, string | string[] | undefined>): boolean {
+  if (headers['x-forwarded-for'] !== undefined || headers.forwarded !== undefined || headers['x-real-ip'] !== undefined) return false;
+  return isLoopbackAddress(address);
+}
+
+/** 127.0.0.0/8, ::1 and the IPv4-mapped form of the former. */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (!address) return false;
+  if (address === '::1') return true;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}

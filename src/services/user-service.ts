@@ -14,6 +14,7 @@ import {
 } from '../store/repositories/user-repository.js';
 import { normaliseName, SignInThrottle, type SignInOutcome } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
+import { FirstRunSetup, type FirstRunClaim } from './first-run.js';
 
 export type UserDto = components['schemas']['UserDto'];
 export type CreateUserDto = components['schemas']['CreateUserDto'];
@@ -78,6 +79,7 @@ const DEFAULT_SETTINGS: Settings = {
 export class UserService {
   private readonly users: UserRepository;
   private readonly throttle: SignInThrottle;
+  private readonly firstRun: FirstRunSetup;
 
   constructor(
     private readonly knex: Knex,
@@ -85,6 +87,7 @@ export class UserService {
     private readonly options: UserServiceOptions,
   ) {
     this.users = new UserRepository(knex);
+    this.firstRun = new FirstRunSetup(knex);
     this.throttle = new SignInThrottle(knex, {
       maxFailures: options.signInMaxFailures,
       windowSeconds: options.signInWindowSeconds,
@@ -112,20 +115,33 @@ export class UserService {
     );
   }
 
-  /**
-   * Checks a name and password. While no admin exists, an unknown name becomes the first admin
-   * (the original's onboarding). Failures are counted per name and per address.
-   */
   /** Tells `observer` how every sign-in ends (the sign-in metrics). */
   observeSignIns(observer: (outcome: SignInOutcome) => void): void {
     this.throttle.observe(observer);
   }
 
-  async signIn(name: string, password: string, address: string): Promise<SignInResponse> {
+  /**
+   * The setup code of a server that has no admin yet (made now if none is stored), or undefined once
+   * an admin exists: the server logs it at start (docs/users-api.md, "First run").
+   */
+  async pendingSetupCode(): Promise<string | undefined> {
+    return (await this.users.countAdmins()) > 0 ? undefined : this.firstRun.code();
+  }
+
+  /**
+   * Checks a name and password. While no admin exists, an unknown name becomes the first admin
+   * (the original's onboarding) for a client that `claim` shows may do so. Failures are counted per
+   * name and per address.
+   */
+  async signIn(name: string, password: string, address: string, claim: FirstRunClaim): Promise<SignInResponse> {
     const attempt = await this.throttle.begin('name', name, address);
     let user = await this.users.findByName(name);
     if (!user) {
-      user = await this.bootstrapAdminOnSignIn(name, password);
+      user = await this.bootstrapAdminOnSignIn(name, password, claim).catch((error: unknown) => {
+        // A refused claim (no setup code, or a wrong one) is a failed sign-in like a wrong password.
+        if (error instanceof AppError && error.code === 'permission_denied') this.throttle.failed();
+        throw error;
+      });
       if (user) {
         await this.throttle.succeeded(attempt);
         return this.signedIn(user);
@@ -163,15 +179,20 @@ export class UserService {
     };
   }
 
-  /** Creates a user: open to anyone while no admin exists, to admins only afterwards. */
-  async create(caller: AccountCaller | undefined, input: CreateUserDto): Promise<UserDto> {
+  /**
+   * Creates a user: while no admin exists, open to a client that `claim` shows may set the server up
+   * (first run); to admins only afterwards.
+   */
+  async create(caller: AccountCaller | undefined, input: CreateUserDto, claim: FirstRunClaim): Promise<UserDto> {
     // Refuse strangers before paying for a hash (~20 ms of CPU each); re-checked under the lock below.
-    await this.requireCreator(caller);
+    await this.requireCreator(caller, claim);
     const passwordHash = await hashPassword(input.password);
     return this.knex.transaction(async (trx) => {
       await this.users.lockAdmins(trx);
-      await this.requireCreator(caller, trx);
-      return toUserDto(await this.insertUnique(trx, input.name, passwordHash, input.isAdmin, input.profilePicture ?? ''));
+      await this.requireCreator(caller, claim, trx);
+      const user = await this.insertUnique(trx, input.name, passwordHash, input.isAdmin, input.profilePicture ?? '');
+      if (user.is_admin) await this.firstRun.close(trx);
+      return toUserDto(user);
     });
   }
 
@@ -249,6 +270,7 @@ export class UserService {
       return await this.knex.transaction(async (trx) => {
         await this.users.lockAdmins(trx);
         await this.insertUnique(trx, name, passwordHash, true, '');
+        await this.firstRun.close(trx);
         return true;
       });
     } catch (error) {
@@ -257,8 +279,10 @@ export class UserService {
     }
   }
 
-  private async bootstrapAdminOnSignIn(name: string, password: string): Promise<UserRow | undefined> {
+  private async bootstrapAdminOnSignIn(name: string, password: string, claim: FirstRunClaim): Promise<UserRow | undefined> {
     if ((await this.users.countAdmins()) > 0) return undefined;
+    // Refuse strangers before paying for a hash; re-checked under the lock below.
+    await this.firstRun.check(claim, this.knex);
     if (name.trim() === '' || password.length < 8) {
       throw new AppError('invalid_argument', 'Bad Request', {
         violations: [{ field: 'password', message: 'the first admin needs a name and a password of at least 8 characters' }],
@@ -268,7 +292,10 @@ export class UserService {
     return this.knex.transaction(async (trx) => {
       await this.users.lockAdmins(trx);
       if ((await this.users.countAdmins(trx)) > 0 || (await this.users.findByName(name, trx))) return undefined;
-      return this.insertUnique(trx, name, passwordHash, true, '');
+      await this.firstRun.check(claim, trx);
+      const admin = await this.insertUnique(trx, name, passwordHash, true, '');
+      await this.firstRun.close(trx);
+      return admin;
     });
   }
 
@@ -295,9 +322,9 @@ export class UserService {
     return { self, target };
   }
 
-  /** While no admin exists anyone may create users (bootstrap); afterwards only admins. */
-  private async requireCreator(caller: AccountCaller | undefined, trx?: Knex): Promise<void> {
-    if ((await this.users.countAdmins(trx)) === 0) return;
+  /** While no admin exists whoever may set the server up creates users (bootstrap); afterwards only admins. */
+  private async requireCreator(caller: AccountCaller | undefined, claim: FirstRunClaim, trx?: Knex): Promise<void> {
+    if ((await this.users.countAdmins(trx)) === 0) return this.firstRun.check(claim, trx ?? this.knex);
     if (!caller) throw new AppError('unauthenticated', 'Unauthorized');
     const self = await this.requireCaller(caller, trx);
     if (!self.is_admin) throw new AppError('permission_denied', 'Forbidden');

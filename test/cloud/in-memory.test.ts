@@ -27,7 +27,7 @@ beforeAll(async () => {
   const tokens = await TokenService.create(db.knex);
   const users = new UserService(db.knex, tokens, config);
   await users.ensureAdmin('root', 'root-password-1');
-  adminToken = (await users.signIn('root', 'root-password-1', '127.0.0.1')).accessToken;
+  adminToken = (await users.signIn('root', 'root-password-1', '127.0.0.1', { local: true, setupCode: undefined })).accessToken;
   module = cloudModule({ config, db, logger: createLogger('silent'), tokens, onError: (cause) => internalCauses.push(cause) }, { users });
   await module.start?.();
   const transport = createRouterTransport(rpcRoutes(module.rpc()));

@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 async function serve(collect: () => Promise<string>): Promise<string> {
-  const endpoint = createMetricsEndpoint(new ServerMetrics(db), undefined, collect);
+  const endpoint = createMetricsEndpoint(new ServerMetrics(db), { token: undefined, public: false }, collect);
   server?.close();
   server = createServer((req, res) => void endpoint(req, res));
   server.listen(0, '127.0.0.1');

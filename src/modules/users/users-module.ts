@@ -22,6 +22,13 @@ export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { 
   if (adminUsername && adminPassword && (await users.ensureAdmin(adminUsername, adminPassword))) {
     ctx.logger.info({ admin: adminUsername }, 'created the configured admin');
   }
+  const setupCode = await users.pendingSetupCode();
+  if (setupCode) {
+    ctx.logger.warn(
+      { setupCode },
+      `no admin exists yet: create the first one from this machine, or from elsewhere with the header X-Setup-Code: ${setupCode} (docs/users-api.md, "First run")`,
+    );
+  }
   const api = await createRestApi({
     contractPath: `${ROOT}contracts/openapi/users.yaml`,
     handlers: userApiHandlers(users, ctx.config.serviceName),
