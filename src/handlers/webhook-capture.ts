@@ -5,6 +5,7 @@ import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
 import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
 import { AppError, isStorageFull, STORAGE_FULL_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';
+import { clientAddressOf } from '../http/request-client.js';
 
 const NO_SUCH_ROUTE = 'No such route (it may have expired).';
 
@@ -64,7 +65,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       target: req.url ?? '/',
       rawHeaders: req.rawHeaders,
       body,
-      remoteAddress: req.socket?.remoteAddress,
+      remoteAddress: clientAddressOf(req),
       httpVersion: req.httpVersion,
     });
     let outcome;
