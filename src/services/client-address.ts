@@ -33,6 +33,9 @@ export interface AddressRange {
   prefix: number;
 }
 
+/** The most trusted hops a walk passes; a longer chain of trusted addresses ends at the last one passed. */
+export const MAX_HOPS = 64;
+
 /** Named blocks `TRUST_PROXY` accepts in its list, for the usual places a proxy runs. */
 const NAMED_RANGES: Record<string, readonly string[]> = {
   loopback: ['127.0.0.0/8', '::1/128'],
@@ -50,7 +53,7 @@ export function parseTrustProxy(raw: string): TrustProxy | undefined {
   if (value === '') return undefined;
   if (/^\d+$/.test(value)) {
     const hops = Number(value);
-    if (hops < 1 || hops > 100) throw new Error(`a hop count must be between 1 and 100, got ${value}`);
+    if (hops < 1 || hops > MAX_HOPS) throw new Error(`a hop count must be between 1 and ${MAX_HOPS}, got ${value}`);
     return { hops };
   }
   const ranges: AddressRange[] = [];
@@ -207,7 +210,7 @@ function walk(direct: Hop[], named: Hop[], trusted: (hop: string, index: number)
   let hop = direct[0] ?? null;
   for (;;) {
     if (hop === null) break;
-    if (!trusted(hop, index) || index + 1 >= total) return { address: hop, proxies: proxies.reverse(), index };
+    if (!trusted(hop, index) || index + 1 >= total || proxies.length >= MAX_HOPS) return { address: hop, proxies: proxies.reverse(), index };
     const next = index + 1 < direct.length ? direct[index + 1]! : named[named.length - 1 - (index + 1 - direct.length)]!;
     // A trusted hop that names no address for the hop before it: it is the nearest hop known.
     if (next === null) return { address: hop, proxies: proxies.reverse(), index };

@@ -62,11 +62,11 @@ async function freshRoute(): Promise<{ routeId: string; url: string }> {
   return JSON.parse(created.body);
 }
 
-/** The address the server recorded for a capture, through the inspection API. */
+/** The address the server recorded for a capture, and the proxy chain beside it, through the inspection API. */
 async function capturedAddress(routeId: string, requestId: string): Promise<string> {
   const captured = await server.request('GET', `/inspect/${routeId}/requests/${requestId}`, { headers: { accept: 'application/json' } });
   expect(captured.status).toBe(200);
-  return captured.body.remoteAddress;
+  return captured.body.proxyChain ? `${captured.body.remoteAddress} via ${captured.body.proxyChain.join(' ')}` : captured.body.remoteAddress;
 }
 
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
@@ -141,7 +141,7 @@ describe('X-Forwarded-For from a trusted proxy', () => {
     const { routeId } = await freshRoute();
     const captured = await send(PROXY, 'POST', `/${routeId}`, { forwarded: 'for=6.6.6.6, for="[2001:db8::7]:4711";proto=https' }, undefined, 'hi');
     expect(captured.status).toBe(200);
-    expect(await capturedAddress(routeId, JSON.parse(captured.body).requestId)).toBe('2001:db8::7');
+    expect(await capturedAddress(routeId, JSON.parse(captured.body).requestId)).toBe(`2001:db8::7 via ${PROXY}`);
   });
 
   test("from a peer that is not trusted, X-Forwarded-For is ignored: its rotating values share the peer's bucket", async () => {
@@ -179,7 +179,7 @@ describe('PROXY protocol', () => {
     const text = await answer;
     expect(text).toMatch(/^HTTP\/1\.1 200 /);
     const requestId = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).requestId;
-    expect(await capturedAddress(routeId, requestId)).toBe('198.51.100.40');
+    expect(await capturedAddress(routeId, requestId)).toBe(`198.51.100.40 via ${PROXY}`);
   });
 
   test.each([
@@ -203,7 +203,7 @@ describe('PROXY protocol', () => {
       capture.on('data', (chunk: string) => (text += chunk));
       capture.end('hi');
       await once(capture, 'end');
-      expect(await capturedAddress(routeId, JSON.parse(text).requestId)).toBe('198.51.100.50');
+      expect(await capturedAddress(routeId, JSON.parse(text).requestId)).toBe(`198.51.100.50 via ${PROXY}`);
     } finally {
       session.destroy();
     }
@@ -296,8 +296,8 @@ describe('PROXY protocol before TLS', () => {
     const text = await answer;
     expect(text).toMatch(/^HTTP\/1\.1 200 /);
     const requestId = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).requestId;
-    const row = await secure.app.db.knex('webhook_requests').where({ id: requestId }).first('remote_address');
-    expect(row.remote_address).toBe('198.51.100.70');
+    const row = await secure.app.db.knex('webhook_requests').where({ id: requestId }).first('remote_address', 'proxy_chain');
+    expect(row).toEqual({ remote_address: '198.51.100.70', proxy_chain: '127.0.0.1' });
   });
 });
 

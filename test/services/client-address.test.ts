@@ -118,6 +118,14 @@ const cases: Array<[string, { given: ForwardingFacts; trust: string | undefined;
   ],
   // --- both headers ---
   [
+    'a chain of trusted hops longer than 64 ends after 64 of them',
+    {
+      given: { peer: '10.0.0.1', xForwardedFor: Array.from({ length: 100 }, (_, n) => `10.1.0.${n}`).join(',') },
+      trust: 'private',
+      want: { address: '10.1.0.36' },
+    },
+  ],
+  [
     'both headers agreeing: that client',
     { given: { peer: '10.0.0.1', xForwardedFor: '1.2.3.4', forwarded: 'for=1.2.3.4' }, trust: '1', want: { address: '1.2.3.4' } },
   ],
@@ -153,7 +161,8 @@ describe('parseTrustProxy', () => {
   ])('reads %s', (_name, raw, want) => expect(parseTrustProxy(raw)).toEqual(want));
 
   it.each([
-    ['zero hops', '0', /between 1 and 100/],
+    ['zero hops', '0', /between 1 and 64/],
+    ['more hops than a walk passes', '65', /between 1 and 64/],
     ['a word it does not know', 'everyone', /neither a hop count/],
     ['a prefix too long for IPv4', '10.0.0.0/33', /prefix length/],
     ['a prefix too long for IPv6', '::/129', /prefix length/],
