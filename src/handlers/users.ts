@@ -24,7 +24,7 @@ export function renderUserApiError(error: AppError): RestReply {
 /** Handlers of `contracts/openapi/users.yaml`, keyed by operationId: decode, call the service, encode. */
 export function userApiHandlers(users: UserService, serviceName: string): RestHandlers<operations> {
   const signIn = createLocalSignIn((name, password, call: RestCall<unknown>) =>
-    users.signIn(name, password, call.remoteAddress, firstRunClaimOf(call.remoteAddress, call.headers)),
+    users.signIn(name, password, call.remoteAddress, firstRunClaimOf(call.client, call.headers)),
   );
   const caller = (call: RestCall<unknown>): AccountCaller => {
     const principal = call.security.bearerAuth as AccountCaller | undefined;
@@ -46,7 +46,7 @@ export function userApiHandlers(users: UserService, serviceName: string): RestHa
     },
     createUser: async (call) => {
       const principal = call.security.bearerAuth as AccountCaller | undefined;
-      return { status: 200, body: await users.create(principal, call.body, firstRunClaimOf(call.remoteAddress, call.headers)) };
+      return { status: 200, body: await users.create(principal, call.body, firstRunClaimOf(call.client, call.headers)) };
     },
     getUser: (call) => users.get(caller(call), call.params.id).then((body) => ({ status: 200, body })),
     updateUser: async (call) => ({

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { STATUS_CODES } from 'node:http';
 import { ROOT } from './paths.js';
 import { isLocalClient } from '../services/client-address.js';
+import { clientOf } from '../http/request-client.js';
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
@@ -261,7 +262,7 @@ export function createMetricsEndpoint(
       const match = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''));
       // Compared as digests: equal length, constant time, whatever the caller sent.
       if (!match?.[1] || !timingSafeEqual(digest(match[1]), expected)) return json(401, 'Unauthorized', { 'www-authenticate': 'Bearer realm="metrics"' });
-    } else if (!access.public && !isLocalClient(req.socket?.remoteAddress, req.headers)) {
+    } else if (!access.public && !isLocalClient(clientOf(req), req.headers)) {
       return json(403, 'Metrics are served to this machine only: set METRICS_TOKEN (or METRICS_PUBLIC=true) to scrape them from elsewhere.');
     }
     let body: string;

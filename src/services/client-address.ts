@@ -22,13 +22,18 @@ function expandIPv6(address: string): string[] {
 }
 
 /**
- * Whether a request comes from this machine itself: its address is a loopback address and it carries
- * no forwarding header. A reverse proxy on the same host connects from loopback for every client it
- * serves, and says so in `X-Forwarded-For`, `Forwarded` or `X-Real-IP`: such a request is not local.
+ * Whether a request comes from this machine itself: its client is a loopback address reached with no
+ * proxy in between, neither a trusted one (`client.proxies`) nor any other that says so in
+ * `X-Forwarded-For`, `Forwarded` or `X-Real-IP` (a reverse proxy on the same host connects from
+ * loopback for every client it serves).
  */
-export function isLocalClient(address: string | undefined, headers: Record<string, string | string[] | undefined>): boolean {
+export function isLocalClient(
+  client: { address: string | undefined; proxies: readonly string[] },
+  headers: Record<string, string | string[] | undefined>,
+): boolean {
+  if (client.proxies.length > 0) return false;
   if (headers['x-forwarded-for'] !== undefined || headers.forwarded !== undefined || headers['x-real-ip'] !== undefined) return false;
-  return isLoopbackAddress(address);
+  return isLoopbackAddress(client.address);
 }
 
 /** 127.0.0.0/8, ::1 and the IPv4-mapped form of the former. */

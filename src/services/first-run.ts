@@ -2,7 +2,7 @@ import { createHash, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import { AppError } from '../errors.js';
 import { SetupCodeRepository } from '../store/repositories/setup-code-repository.js';
-import { isLocalClient } from './client-address.js';
+import { isLocalClient, type ResolvedClient } from './client-address.js';
 
 /** The header in which a client on another machine presents the setup code the server logged. */
 export const SETUP_CODE_HEADER = 'x-setup-code';
@@ -20,9 +20,9 @@ export interface FirstRunClaim {
 }
 
 /** The claim a request makes, from its client address and headers. */
-export function firstRunClaimOf(address: string | undefined, headers: Record<string, string | string[] | undefined>): FirstRunClaim {
+export function firstRunClaimOf(client: ResolvedClient, headers: Record<string, string | string[] | undefined>): FirstRunClaim {
   const code = headers[SETUP_CODE_HEADER];
-  return { local: isLocalClient(address, headers), setupCode: typeof code === 'string' ? code : undefined };
+  return { local: isLocalClient(client, headers), setupCode: typeof code === 'string' ? code : undefined };
 }
 
 /** A new code: 16 characters of base32 (80 bits) in four groups, e.g. `7QKM-2D9X-HV4T-0RNE`. */

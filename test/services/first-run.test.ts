@@ -76,18 +76,19 @@ async function userCount(server: FreshServer): Promise<number> {
   return Number((await server.app.db.knex('users').count<{ n: string }[]>('* as n'))[0]?.n);
 }
 
-test.each([
-  ['a loopback peer with no forwarding header', '127.0.0.1', {}, true],
-  ['an IPv6 loopback peer', '::1', {}, true],
-  ['an IPv4-mapped loopback peer', '::ffff:127.0.0.5', {}, true],
-  ['a loopback peer that says it forwards for someone (a proxy on this host)', '127.0.0.1', { 'x-forwarded-for': '203.0.113.9' }, false],
-  ['a loopback peer with a Forwarded header', '127.0.0.1', { forwarded: 'for=203.0.113.9' }, false],
-  ['a loopback peer with X-Real-IP', '127.0.0.1', { 'x-real-ip': '203.0.113.9' }, false],
-  ['another machine', '192.0.2.7', {}, false],
-  ['an address that only starts like loopback', '127.0.0.1.example', {}, false],
-  ['no address at all', undefined, {}, false],
-])('is %s local? (isLocalClient)', (_name, address, headers, want) => {
-  expect(isLocalClient(address, headers)).toBe(want);
+test.each<[string, string | undefined, string[], Record<string, string>, boolean]>([
+  ['a loopback peer with no forwarding header', '127.0.0.1', [], {}, true],
+  ['an IPv6 loopback peer', '::1', [], {}, true],
+  ['an IPv4-mapped loopback peer', '::ffff:127.0.0.5', [], {}, true],
+  ['a loopback peer that says it forwards for someone (a proxy on this host)', '127.0.0.1', [], { 'x-forwarded-for': '203.0.113.9' }, false],
+  ['a loopback peer with a Forwarded header', '127.0.0.1', [], { forwarded: 'for=203.0.113.9' }, false],
+  ['a loopback peer with X-Real-IP', '127.0.0.1', [], { 'x-real-ip': '203.0.113.9' }, false],
+  ['a loopback client named by a trusted proxy (PROXY protocol or X-Forwarded-For)', '127.0.0.1', ['127.0.0.1'], {}, false],
+  ['another machine', '192.0.2.7', [], {}, false],
+  ['an address that only starts like loopback', '127.0.0.1.example', [], {}, false],
+  ['no address at all', undefined, [], {}, false],
+])('is %s local? (isLocalClient)', (_name, address, proxies, headers, want) => {
+  expect(isLocalClient({ address, proxies }, headers)).toBe(want);
 });
 
 describe('a fresh server reached from another machine', () => {
