@@ -3,7 +3,7 @@
  * conn/idempotency.go, conn/inner_timeout.go and sdk.go's defaults; nebius/pysdk aio/request.py,
  * the same defaults: 60 s, 3 attempts, 60 s / 3 per attempt; aio/idempotency.py, a UUID4
  * `x-idempotency-key` that never replaces one the caller set):
- * the server's answer decides whether a call is retried, and a mutating call carries one
+ * the server's answer decides whether a call is retried, and every call carries one
  * `X-Idempotency-Key` across all its attempts, so a retry after a lost answer never runs twice.
  */
 import { Code, ConnectError, type Interceptor, type UnaryRequest } from '@connectrpc/connect';
@@ -80,19 +80,22 @@ export function backoffMs(retry: number, options: Pick<Required<RetryOptions>, '
   return Math.max(0, exponential * (1 + options.jitter * (2 * random() - 1)));
 }
 
-/** Whether a method starts an operation, which is how the server tells mutating methods (they return an Operation). */
+/** Whether a method answers an Operation to wait for (Create, Update, Start…; not every mutation: Generate answers its key). */
 export function isMutating(method: { output: { typeName: string } }): boolean {
   return method.output.typeName === OperationSchema.typeName;
 }
 
 /**
- * Gives every mutating call a fresh random `X-Idempotency-Key` unless the caller set one (gosdk
- * IdempotencyKeyInterceptor / EnsureIdempotencyKeyInOutgoingContext). Placed before the retry
- * interceptor, so all attempts of one call send the same key.
+ * Gives every unary call a fresh random `X-Idempotency-Key` unless the caller set one (gosdk
+ * IdempotencyKeyInterceptor / EnsureIdempotencyKeyInOutgoingContext, pysdk ensure_key_in_metadata:
+ * every call, an empty key counting as none). The server honours it on every mutating method —
+ * those that answer an Operation and those that do not (AuthPublicKeyService.Generate) — and reads
+ * ignore it, so the SDK need not know which is which. Placed before the retry interceptor, so all
+ * attempts of one call send the same key.
  */
 export function createIdempotencyInterceptor(): Interceptor {
   return (next) => (req) => {
-    if (isMutating(req.method) && !req.header.has(IDEMPOTENCY_KEY_HEADER)) req.header.set(IDEMPOTENCY_KEY_HEADER, crypto.randomUUID());
+    if (!req.stream && !req.header.get(IDEMPOTENCY_KEY_HEADER)) req.header.set(IDEMPOTENCY_KEY_HEADER, crypto.randomUUID());
     return next(req);
   };
 }
