@@ -4,7 +4,7 @@
  */
 import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -155,6 +155,44 @@ test('an operator sets up profiles and works through every verb on instances', a
     ['admin', true],
   ]);
   expect((await cfs(['iam', 'whoami', '--profile', 'robot'])).code).toBe(2);
+});
+
+test('update replaces labels: --labels replaces the map, --remove-labels drops keys, --labels "" and a file with labels: {} clear it', async () => {
+  const signIn = await server?.request('POST', '/api/auth', { body: ADMIN });
+  const as = ['--server', server?.url ?? '', '--token', signIn?.body.accessToken as string];
+  const projectId = (await json(['iam', 'project', 'create', '--name', 'labelled', ...as])).resourceId as string;
+  const created = await json([
+    'compute',
+    'instance',
+    'create',
+    '--parent-id',
+    projectId,
+    '--name',
+    'tagged',
+    '--labels',
+    'a=1',
+    '--labels',
+    'b=2',
+    '--labels',
+    'c=3',
+    ...as,
+  ]);
+  const id = created.resourceId as string;
+  const labels = async () => ((await json(['compute', 'instance', 'get', id, ...as])).metadata as { labels?: Record<string, string> }).labels ?? {};
+  expect(await labels()).toEqual({ a: '1', b: '2', c: '3' });
+  // Issue 30: the flags merged into the stored labels, so none could ever be removed.
+  await json(['compute', 'instance', 'update', id, '--labels', 'a=10', '--labels', 'd=4', ...as]);
+  expect(await labels()).toEqual({ a: '10', d: '4' });
+  await json(['compute', 'instance', 'update', id, '--remove-labels', 'a', '--remove-labels', 'absent', '--description', 'kept', ...as]);
+  expect(await labels()).toEqual({ d: '4' });
+  await json(['compute', 'instance', 'update', id, '--labels', '', ...as]);
+  expect(await labels()).toEqual({});
+  await json(['compute', 'instance', 'update', id, '--labels', 'e=5', ...as]);
+  writeFileSync(join(dir, 'no-labels.yaml'), 'metadata:\n  labels: {}\n');
+  const cleared = await json(['compute', 'instance', 'update', id, '--file', 'no-labels.yaml', ...as]);
+  expect(cleared.requestHeaders).toMatchObject({ 'x-resetmask': { values: [expect.stringContaining('labels')] } });
+  expect(await labels()).toEqual({});
+  expect(((await json(['compute', 'instance', 'get', id, ...as])).spec as Record<string, unknown>).description).toBe('kept');
 });
 
 test("the IAM services' verbs are generated the same way", async () => {
