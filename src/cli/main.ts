@@ -50,10 +50,15 @@ function webhookCommands(): Command[] {
     {
       words: ['webhooks', 'listen'],
       args: '<route id or URL>',
-      summary: 'Forwards every capture of a webhook route to a local URL, in order, resuming from the last one after a disconnect.',
+      summary:
+        'Forwards every capture of a webhook route to a local URL, in order, resuming after the last one delivered (after a disconnect, and across runs: a checkpoint per route and target).',
       options: {
         'forward-to': { type: 'string', placeholder: 'URL', describe: 'where to send each capture (the route sub-path is appended)' },
-        since: { type: 'string', placeholder: 'CAPTURE-ID', describe: 'start after this capture instead of now' },
+        since: {
+          type: 'string',
+          placeholder: 'CAPTURE-ID',
+          describe: 'start after this capture (not it), instead of after the last one delivered to this target before, or now',
+        },
       },
       run: ({ values, positionals, session }) =>
         webhooksCommand([
