@@ -312,6 +312,31 @@ test('completion scripts for bash and zsh know every command and option', async 
   expect(await complete(['cfs', 'iam', 'project', 'list', '--format', 'y'])).toBe('yaml');
   expect(await complete(['cfs', 'profile', ''])).toBe('create delete list use');
 
+  // Issue 30: a global option before the command broke it, and neither profile names nor enum values completed.
+  const config = mkdtempSync(join(tmpdir(), 'cfs-completion-'));
+  try {
+    for (const name of ['beta', 'alpha']) expect((await cfs(['profile', 'create', name, '--token', 't'], { XDG_CONFIG_HOME: config })).code).toBe(0);
+    const cfsFunction = `cfs() { XDG_CONFIG_HOME='${config}' '${process.execPath}' '${join(ROOT, 'bin/cfs.js')}' "$@"; }`;
+    const completeWith = (words: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        const script = `${cfsFunction}\n${bash.stdout}\nCOMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _cfs; echo "\${COMPREPLY[*]}"`;
+        execFile('bash', ['-c', script], (error, stdout) => (error ? reject(error) : resolve(stdout.trim())));
+      });
+    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', ''])).toBe('instance');
+    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', '--server', 'http://h', 'instance', 'st'])).toBe('start stop');
+    expect(await completeWith(['cfs', '--format=json', 'iam', 'project', 'l'])).toBe('list');
+    expect(await completeWith(['cfs', '--format', '=', 'json', 'iam', 'project', 'l'])).toBe('list');
+    expect(await completeWith(['cfs', '--profile', ''])).toBe('alpha beta');
+    expect(await completeWith(['cfs', 'compute', 'instance', 'list', '--profile', 'a'])).toBe('alpha');
+    expect(await completeWith(['cfs', 'profile', 'use', ''])).toBe('--format --help --profile --server --token alpha beta');
+    expect(await completeWith(['cfs', 'compute', 'instance', 'create', '--recovery-policy', ''])).toBe('RECOVER FAIL');
+    expect(await completeWith(['cfs', '--profile', 'alpha', 'compute', 'instance', 'update', 'instance-1', '--recovery-policy', 'F'])).toBe('FAIL');
+    // After a positional (an id), the command's options still complete.
+    expect(await completeWith(['cfs', 'compute', 'instance', 'get', 'instance-1', '--for'])).toBe('--format');
+  } finally {
+    rmSync(config, { recursive: true, force: true });
+  }
+
   const zsh = await cfs(['completion', 'zsh']);
   expect(zsh.code).toBe(0);
   expect(zsh.stdout).toMatch(/^#compdef cfs/);
