@@ -62,17 +62,14 @@ export function profileNames(): string {
   }
 }
 
-export function bashCompletion(commands: Command[]): string {
-  return `# bash completion for cfs: source <(cfs completion bash), or save it under /etc/bash_completion.d/
-_cfs() {
-  local cur prev cmdpath opts values word candidate i skip=0 stop=0
-  local known=${JSON.stringify(knownPaths(commands))}
-  cur="\${COMP_WORDS[COMP_CWORD]}"
-  prev="\${COMP_WORDS[COMP_CWORD-1]}"
-  # The command words: global options and their values may stand before or between them.
-  cmdpath=""
-  for (( i=1; i<COMP_CWORD; i++ )); do
-    word="\${COMP_WORDS[i]}"
+/**
+ * The shell loop (bash and zsh alike) that reads the command words typed before the cursor into
+ * `cmdpath`: global options and their values may stand before or between them; the first other
+ * option, or a word that extends no known path (a positional such as an id), ends them.
+ */
+function commandWordsLoop(start: string, cursor: string, words: string): string {
+  return `  for (( ${start}; i<${cursor}; i++ )); do
+    word="\${${words}[i]}"
     # bash splits --option=value at "=" (COMP_WORDBREAKS): the value comes after it.
     if (( skip )); then [[ "$word" == "=" ]] || skip=0; continue; fi
     case "$word" in
@@ -83,7 +80,19 @@ _cfs() {
     (( stop )) && continue
     candidate="\${cmdpath:+$cmdpath }$word"
     if [[ "$known" == *"|$candidate|"* ]]; then cmdpath="$candidate"; else stop=1; fi
-  done
+  done`;
+}
+
+export function bashCompletion(commands: Command[]): string {
+  return `# bash completion for cfs: source <(cfs completion bash), or save it under /etc/bash_completion.d/
+_cfs() {
+  local cur prev cmdpath opts values word candidate i skip=0 stop=0
+  local known=${JSON.stringify(knownPaths(commands))}
+  cur="\${COMP_WORDS[COMP_CWORD]}"
+  prev="\${COMP_WORDS[COMP_CWORD-1]}"
+  # The command words: global options and their values may stand before or between them.
+  cmdpath=""
+${commandWordsLoop('i=1', 'COMP_CWORD', 'COMP_WORDS')}
   case "$prev" in
     --format) COMPREPLY=( $(compgen -W ${JSON.stringify(FORMATS.join(' '))} -- "$cur") ); return ;;
     --profile) COMPREPLY=( $(compgen -W "$("\${COMP_WORDS[0]}" completion profiles 2>/dev/null)" -- "$cur") ); return ;;
@@ -112,19 +121,7 @@ export function zshCompletion(commands: Command[]): string {
 _cfs() {
   local cmdpath="" opts="" values="" word candidate prev="\${words[CURRENT-1]}" i skip=0 stop=0
   local known=${JSON.stringify(knownPaths(commands))}
-  for (( i=2; i<CURRENT; i++ )); do
-    word="\${words[i]}"
-    # bash splits --option=value at "=" (COMP_WORDBREAKS): the value comes after it.
-    if (( skip )); then [[ "$word" == "=" ]] || skip=0; continue; fi
-    case "$word" in
-      ${GLOBAL_VALUE_OPTIONS.join('|')}) skip=1; continue ;;
-      ${GLOBAL_VALUE_OPTIONS.map((option) => `${option}=*`).join('|')}) continue ;;
-      -*) stop=1; continue ;;
-    esac
-    (( stop )) && continue
-    candidate="\${cmdpath:+$cmdpath }$word"
-    if [[ "$known" == *"|$candidate|"* ]]; then cmdpath="$candidate"; else stop=1; fi
-  done
+${commandWordsLoop('i=2', 'CURRENT', 'words')}
   case "$prev" in
     --format) compadd -- ${FORMATS.join(' ')}; return ;;
     --profile) compadd -- \${(f)"$("\${words[1]}" completion profiles 2>/dev/null)"}; return ;;
