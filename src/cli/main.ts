@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { type Command, type Values, GLOBAL_OPTIONS, Session, generatedHelp } from './command.js';
-import { bashCompletion, zshCompletion } from './completion.js';
+import { bashCompletion, profileNames, zshCompletion } from './completion.js';
 import { ConfigError } from './config.js';
 import { iamCommands } from './iam.js';
 import { describeError, EXIT, exitCodeOf, print, UsageError } from './output.js';
@@ -28,13 +28,17 @@ const COMMANDS: Command[] = [
   {
     words: ['completion'],
     args: 'bash|zsh',
-    summary: 'Prints a shell completion script: source <(cfs completion bash), or for zsh source <(cfs completion zsh).',
+    summary:
+      'Prints a shell completion script: source <(cfs completion bash), or for zsh source <(cfs completion zsh). (The scripts run "cfs completion profiles" for the profile names.)',
     options: {},
     async run({ positionals }) {
       const shell = positionals[0];
       if (shell === 'bash') print(bashCompletion(COMMANDS));
       else if (shell === 'zsh') print(zshCompletion(COMMANDS));
-      else throw new UsageError('cfs completion bash|zsh');
+      else if (shell === 'profiles') {
+        const names = profileNames();
+        if (names !== '') print(names);
+      } else throw new UsageError('cfs completion bash|zsh');
       return EXIT.ok;
     },
   },
@@ -50,10 +54,15 @@ function webhookCommands(): Command[] {
     {
       words: ['webhooks', 'listen'],
       args: '<route id or URL>',
-      summary: 'Forwards every capture of a webhook route to a local URL, in order, resuming from the last one after a disconnect.',
+      summary:
+        'Forwards every capture of a webhook route to a local URL, in order, resuming after the last one delivered (after a disconnect, and across runs: a checkpoint per route and target).',
       options: {
         'forward-to': { type: 'string', placeholder: 'URL', describe: 'where to send each capture (the route sub-path is appended)' },
-        since: { type: 'string', placeholder: 'CAPTURE-ID', describe: 'start after this capture instead of now' },
+        since: {
+          type: 'string',
+          placeholder: 'CAPTURE-ID',
+          describe: 'start after this capture (not it), instead of after the last one delivered to this target before, or now',
+        },
       },
       run: ({ values, positionals, session }) =>
         webhooksCommand([

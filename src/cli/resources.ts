@@ -6,7 +6,8 @@
  * `--labels key=value`, repeated ones repeatable); `--file` takes the whole request as JSON or YAML
  * (proto JSON names) and flags override it. Mutating verbs wait for their operation unless
  * `--async`; `update` reads the resource, applies the flags and sends it whole with the reset mask
- * the Go SDK computes for a full update; List verbs print every page.
+ * the Go SDK computes for a full update (a map given replaces the stored one; `--remove-<map> KEY`
+ * drops single keys); List verbs print every page.
  */
 import { readFileSync } from 'node:fs';
 import {
@@ -120,6 +121,8 @@ function jsonOfFlag(flag: FieldFlag, raw: string | boolean | string[]): JsonValu
   const { field } = flag;
   if (field.fieldKind === 'map') {
     const entries: JsonObject = {};
+    // `--labels ""` is the empty map: on update, every key removed.
+    if ((raw as string[]).length === 1 && (raw as string[])[0] === '') return entries;
     for (const pair of raw as string[]) {
       const equals = pair.indexOf('=');
       if (equals <= 0) throw new UsageError(`--${flag.flag} takes KEY=VALUE, got "${pair}"`);
@@ -150,12 +153,37 @@ function setPath(target: JsonObject, path: string[], value: JsonValue): void {
   node[path.at(-1) ?? ''] = value;
 }
 
-/** Deep merge for an update: objects merge, anything else (lists and maps given as flags included) replaces. */
-function mergeJson(base: JsonValue, over: JsonValue): JsonValue {
-  if (base === null || over === null || typeof base !== 'object' || typeof over !== 'object' || Array.isArray(base) || Array.isArray(over)) return over;
+const isObject = (value: JsonValue | undefined): value is JsonObject => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/**
+ * Deep merge for an update, by the message's schema: a message field given merges field by field
+ * into the stored one; anything else given replaces it — lists, and maps too (`--labels`, or
+ * `labels: {}` in --file), whose keys are their value: merged, a key could never be removed. Keys
+ * are written under their JSON names, whichever spelling the file used.
+ */
+function mergeJson(message: DescMessage, base: JsonValue, over: JsonValue): JsonValue {
+  if (!isObject(base) || !isObject(over)) return over;
   const out: JsonObject = { ...base };
-  for (const [key, value] of Object.entries(over)) out[key] = key in out ? mergeJson(out[key] as JsonValue, value as JsonValue) : (value as JsonValue);
+  for (const [key, value] of Object.entries(over)) {
+    const field = message.fields.find((candidate) => candidate.jsonName === key || candidate.name === key);
+    const name = field?.jsonName ?? key;
+    if (name !== key) delete out[key];
+    out[name] = field?.fieldKind === 'message' && name in out ? mergeJson(field.message, out[name] as JsonValue, value as JsonValue) : (value as JsonValue);
+  }
   return out;
+}
+
+/** The option of update that removes single keys of a map flag: `--remove-labels KEY` for `--labels`. */
+const removeOption = (flag: FieldFlag) => `remove-${flag.flag}`;
+
+/** Drops the keys `--remove-<map>` names from the merged request (absent keys are no error). */
+function removeMapKeys(verb: Verb, context: CommandContext, request: JsonObject): void {
+  for (const flag of verb.flags) {
+    const keys = context.values[removeOption(flag)];
+    if (flag.field.fieldKind !== 'map' || !Array.isArray(keys)) continue;
+    const map = flag.path.reduce<JsonValue | undefined>((node, key) => (isObject(node) ? node[key] : undefined), request);
+    if (isObject(map)) for (const key of keys) delete map[key];
+  }
 }
 
 function readRequestFile(path: string): JsonObject {
@@ -284,7 +312,9 @@ async function runUpdate(verb: Verb, context: CommandContext, sdk: CloudSdk, cha
   const currentJson = messageJson(get.output, current) as JsonObject;
   const whole: JsonObject = {};
   for (const field of verb.method.input.fields) if (currentJson[field.jsonName] !== undefined) whole[field.jsonName] = currentJson[field.jsonName] as JsonValue;
-  const request = toRequest(verb, mergeJson(whole, changes) as JsonObject);
+  const merged = mergeJson(verb.method.input, whole, changes) as JsonObject;
+  removeMapKeys(verb, context, merged);
+  const request = toRequest(verb, merged);
   const headers = { 'x-resetmask': resetMaskFromMessage(verb.method.input, request) };
   const operation = (await callOf(sdk, verb)(request, { headers })) as Operation;
   return finishOperation(context, sdk, operation);
@@ -309,6 +339,11 @@ const LEGACY_HELP: Record<string, { usage: string; text: string }> = {
 function verbCommand(verb: Verb, words: string[]): Command {
   const options: Record<string, OptionSpec> = {};
   for (const flag of verb.flags) options[flag.flag] = optionOf(flag);
+  for (const flag of verb.method.name === 'Update' ? verb.flags : []) {
+    if (flag.field.fieldKind !== 'map') continue;
+    options[flag.flag] = { ...optionOf(flag), describe: `${flag.protoPath}: replaces the whole map ("" clears it)` };
+    options[removeOption(flag)] = { type: 'string', multiple: true, placeholder: 'KEY', describe: `removes KEY from ${flag.protoPath}, keeping the others` };
+  }
   options.file = { type: 'string', placeholder: 'PATH', describe: 'the request as JSON or YAML (proto JSON names; - for stdin); flags override it' };
   if (verb.parentIsProject && options['parent-id']) options['parent-id'].describe = `${options['parent-id'].describe ?? ''} (default: the profile's project)`;
   if (verb.parentIsProject || verb.service === ServiceAccountService)

@@ -9,11 +9,19 @@
  * order with duplicates (hop-by-hop ones, Host and Content-Length recomputed), the stored body bytes.
  * `listen` follows the route's event stream and resumes from the last capture it delivered
  * (Last-Event-ID) after a dropped connection or a server restart, so each capture is forwarded once
- * while it runs; a target that is down is retried with backoff, and each failure is reported.
+ * while it runs; a target that is down is retried with backoff, and each failure is reported. Across
+ * runs it keeps a checkpoint per route and target (a small state file, replaced atomically after
+ * each delivery), so a listener restarted after a crash or a kill resumes after the last capture it
+ * delivered: at least once, a capture forwarded in the instant before a kill (its answer received,
+ * the checkpoint not yet written) being forwarded again on restart (docs/webhooks.md).
  */
 import type { components } from '../../generated/openapi/webhooks.js';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isReplayedHeader, replayUrl } from '../engines/webhook-capture/index.js';
 
@@ -22,13 +30,17 @@ export interface WebhooksCliIo {
   out(line: string): void;
   err(line: string): void;
   signal?: AbortSignal;
+  /** Where `listen` keeps its checkpoints (default: $XDG_STATE_HOME/cfs, else ~/.local/state/cfs). */
+  stateDir?: string;
 }
 
 const USAGE = `Usage:
   cfs webhooks listen <route id or URL> --forward-to <url> [--since <capture id>] [--server URL]
       Forwards every new capture of the route to <url> (sub-path and query appended), one line
-      per delivery; resumes after a disconnect or a server restart. --since starts from an earlier
-      capture (itself included). Stop with Ctrl-C.
+      per delivery; resumes after a disconnect or a server restart, and a listener started again
+      resumes after the last capture delivered to <url> (a checkpoint in $XDG_STATE_HOME/cfs).
+      --since starts after an earlier capture (the ones after it are forwarded, not it). Stop with
+      Ctrl-C.
   cfs webhooks replay <route id or URL> <capture id> --to <url> [--server URL]
       Sends one capture to <url> the same way and prints the target's status.
 
@@ -126,8 +138,17 @@ function targetOf(value: string | undefined, flag: string): string {
  * delivery, and every reconnection asks for what came after it.
  */
 async function listen(route: RouteRef, target: string, since: string | undefined, io: WebhooksCliIo): Promise<number> {
-  let cursor = since === undefined ? undefined : await cursorBefore(route, since);
-  io.err(`forwarding captures of ${route.server}/${route.id} to ${target}${since ? ` from ${since}` : ''} (Ctrl-C to stop)`);
+  const checkpoint = new Checkpoint(io, route, target);
+  // --since: the stream starts just before the named capture, which is skipped (it may be gone: then nothing is).
+  let skip = since === undefined ? undefined : since.toLowerCase();
+  let cursor = since === undefined ? checkpoint.read() : await cursorBefore(route, since);
+  const from = since !== undefined ? ` after ${since}` : cursor !== undefined ? ` resuming after ${cursor} (${checkpoint.file})` : '';
+  // Only once the stream is open (its first event): a capture sent after this line is never missed.
+  let announced = false;
+  const announce = () => {
+    if (!announced) io.err(`forwarding captures of ${route.server}/${route.id} to ${target}${from} (Ctrl-C to stop)`);
+    announced = true;
+  };
   let failures = 0;
   while (!io.signal?.aborted) {
     let outcome: 'ended' | 'gone';
@@ -137,13 +158,22 @@ async function listen(route: RouteRef, target: string, since: string | undefined
         cursor,
         io,
         async (seq, capture) => {
+          announce();
           if (cursor !== undefined && seq <= cursor) return; // replayed after a reconnect, already delivered
-          await deliver(route, capture, target, io, true);
+          const named = skip !== undefined && capture.id === skip;
+          skip = undefined;
+          if (!named) await deliver(route, capture, target, io, true);
           cursor = seq;
+          checkpoint.write(seq, capture.id);
           failures = 0;
         },
         (start) => {
-          cursor ??= start;
+          announce();
+          if (cursor === undefined) {
+            // A fresh listener starts now; from here on, a restart resumes here.
+            cursor = start;
+            checkpoint.write(start);
+          }
           failures = 0;
         },
       );
@@ -201,6 +231,56 @@ async function followStream(
     }
   }
   return 'ended';
+}
+
+/**
+ * The last capture `listen` delivered from a route to a target, kept across runs in
+ * `<state dir>/webhooks/<route id>-<hash of server, route and target>.json`. Each write replaces the
+ * file through a rename, so a listener killed at any moment leaves the old checkpoint or the new one.
+ */
+class Checkpoint {
+  readonly file: string;
+
+  constructor(
+    private readonly io: WebhooksCliIo,
+    private readonly route: RouteRef,
+    private readonly target: string,
+  ) {
+    const dir = io.stateDir ?? join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'cfs');
+    const hash = createHash('sha256')
+      .update(JSON.stringify([route.server, route.id, target]))
+      .digest('hex')
+      .slice(0, 16);
+    this.file = join(dir, 'webhooks', `${route.id}-${hash}.json`);
+  }
+
+  /** The sequence number delivered last, or undefined: none yet (or an unreadable file, reported). */
+  read(): number | undefined {
+    let text: string;
+    try {
+      text = readFileSync(this.file, 'utf8');
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ENOENT') this.io.err(`checkpoint ${this.file}: ${describeError(error)}; starting from now`);
+      return undefined;
+    }
+    try {
+      const { cursor } = JSON.parse(text) as { cursor?: unknown };
+      if (typeof cursor === 'number' && Number.isSafeInteger(cursor) && cursor >= 0) return cursor;
+    } catch {
+      // reported below
+    }
+    this.io.err(`checkpoint ${this.file} is not a checkpoint; starting from now`);
+    return undefined;
+  }
+
+  write(cursor: number, captureId?: string): void {
+    const { server, id } = this.route;
+    const body = JSON.stringify({ server, routeId: id, target: this.target, cursor, captureId, updatedAt: new Date().toISOString() });
+    const temporary = `${this.file}.${process.pid}.tmp`;
+    mkdirSync(join(this.file, '..'), { recursive: true, mode: 0o700 });
+    writeFileSync(temporary, `${body}\n`, { mode: 0o600 });
+    renameSync(temporary, this.file);
+  }
 }
 
 /** The cursor just before capture `since`, so a stream resuming from it replays that capture first. */

@@ -13,9 +13,16 @@ export function serviceErrorsOf(error: ConnectError): ServiceError[] {
   return error.findDetails(ServiceErrorSchema);
 }
 
-/** The request id the server answered a failed call with (`x-request-id`), or '' when it sent none. */
+/**
+ * The request id the server answered a failed call with (`x-request-id`), or '' when it sent none.
+ * A gRPC or gRPC-Web answer carries it twice, in the response header (every response has it) and
+ * again in the trailer (grpc-js and grpcurl users read a failed call's trailers); connect-es puts
+ * both into `error.metadata`, whose `get` joins them as "X, X". The first value is the id (gosdk
+ * serviceerror.FromRPCError: `requestIDs[0]`; a server-made id never holds a comma or a space).
+ */
 export function requestIdOf(error: ConnectError): string {
-  return error.metadata.get('x-request-id') ?? '';
+  const joined = error.metadata.get('x-request-id') ?? '';
+  return joined.split(',', 1)[0]?.trim() ?? '';
 }
 
 /**

@@ -3,7 +3,7 @@
  * conn/idempotency.go, conn/inner_timeout.go and sdk.go's defaults; nebius/pysdk aio/request.py,
  * the same defaults: 60 s, 3 attempts, 60 s / 3 per attempt; aio/idempotency.py, a UUID4
  * `x-idempotency-key` that never replaces one the caller set):
- * the server's answer decides whether a call is retried, and a mutating call carries one
+ * the server's answer decides whether a call is retried, and every call carries one
  * `X-Idempotency-Key` across all its attempts, so a retry after a lost answer never runs twice.
  */
 import { Code, ConnectError, type Interceptor, type UnaryRequest } from '@connectrpc/connect';
@@ -18,10 +18,19 @@ export interface RetryOptions {
   maxAttempts?: number;
   /** The whole call, every attempt and pause included (gosdk DefaultTimeout = 1 min). */
   deadlineMs?: number;
-  /** One attempt (gosdk DefaultPerRetry = DefaultTimeout / DefaultRetries); an attempt that runs out is retried. */
+  /**
+   * One attempt (gosdk DefaultPerRetry = DefaultTimeout / DefaultRetries = 20 s, whatever the number
+   * of attempts: raising maxAttempts does not shorten it); an attempt that runs out is retried.
+   */
   attemptTimeoutMs?: number;
   /** The pause before the first retry; it doubles per retry up to maxBackoffMs. */
   initialBackoffMs?: number;
+  /**
+   * The pause before the first retry of a call refused with `operation_conflict` (another operation
+   * of the resource still runs): long enough for a typical operation to finish, doubling per retry
+   * up to maxBackoffMs, so the default 3 attempts wait out ~3 s of it instead of ~150 ms.
+   */
+  conflictBackoffMs?: number;
   maxBackoffMs?: number;
   /** ± this fraction of each pause, so clients that failed together do not retry together. */
   jitter?: number;
@@ -32,6 +41,7 @@ const DEFAULTS: Required<RetryOptions> = {
   deadlineMs: 60_000,
   attemptTimeoutMs: 20_000,
   initialBackoffMs: 50,
+  conflictBackoffMs: 1000,
   maxBackoffMs: 10_000,
   jitter: 0.1,
 };
@@ -70,19 +80,22 @@ export function backoffMs(retry: number, options: Pick<Required<RetryOptions>, '
   return Math.max(0, exponential * (1 + options.jitter * (2 * random() - 1)));
 }
 
-/** Whether a method starts an operation, which is how the server tells mutating methods (they return an Operation). */
+/** Whether a method answers an Operation to wait for (Create, Update, Start…; not every mutation: Generate answers its key). */
 export function isMutating(method: { output: { typeName: string } }): boolean {
   return method.output.typeName === OperationSchema.typeName;
 }
 
 /**
- * Gives every mutating call a fresh random `X-Idempotency-Key` unless the caller set one (gosdk
- * IdempotencyKeyInterceptor / EnsureIdempotencyKeyInOutgoingContext). Placed before the retry
- * interceptor, so all attempts of one call send the same key.
+ * Gives every unary call a fresh random `X-Idempotency-Key` unless the caller set one (gosdk
+ * IdempotencyKeyInterceptor / EnsureIdempotencyKeyInOutgoingContext, pysdk ensure_key_in_metadata:
+ * every call, an empty key counting as none). The server honours it on every mutating method —
+ * those that answer an Operation and those that do not (AuthPublicKeyService.Generate) — and reads
+ * ignore it, so the SDK need not know which is which. Placed before the retry interceptor, so all
+ * attempts of one call send the same key.
  */
 export function createIdempotencyInterceptor(): Interceptor {
   return (next) => (req) => {
-    if (isMutating(req.method) && !req.header.has(IDEMPOTENCY_KEY_HEADER)) req.header.set(IDEMPOTENCY_KEY_HEADER, crypto.randomUUID());
+    if (!req.stream && !req.header.get(IDEMPOTENCY_KEY_HEADER)) req.header.set(IDEMPOTENCY_KEY_HEADER, crypto.randomUUID());
     return next(req);
   };
 }
@@ -97,7 +110,6 @@ export function createIdempotencyInterceptor(): Interceptor {
  */
 export function createRetryInterceptor(options: RetryOptions = {}): Interceptor {
   const settings = { ...DEFAULTS, ...withoutUndefined(options) };
-  if (options.attemptTimeoutMs === undefined) settings.attemptTimeoutMs = Math.ceil(settings.deadlineMs / settings.maxAttempts);
   return (next) => async (req) => {
     if (req.stream) return next(req);
     const timeoutHeader = timeoutHeaderOf(req);
@@ -120,7 +132,7 @@ export function createRetryInterceptor(options: RetryOptions = {}): Interceptor 
           ? new ConnectError(`deadline exceeded after ${attempt} attempt(s)`, Code.DeadlineExceeded, undefined, undefined, error)
           : error;
         if (attempt >= settings.maxAttempts || !(timedOut || isRetriable(error))) throw failure;
-        const pause = Math.max(backoffMs(attempt, settings), retryAfterMs(error));
+        const pause = Math.max(backoffMs(attempt, settings), retryAfterMs(error), conflictBackoffMs(error, attempt, settings));
         if (Date.now() + pause >= deadline) throw failure;
         await sleep(pause, req.signal);
       }
@@ -148,6 +160,16 @@ function parseTimeout(value: string | null): number | undefined {
   const match = /^(\d{1,10})([HMSmun]?)$/.exec(value);
   if (!match) return undefined;
   return Number(match[1]) * (match[2] ? (GRPC_TIMEOUT_UNITS[match[2]] ?? 1) : 1);
+}
+
+/**
+ * The pause before retrying a call refused because another operation of the resource still runs
+ * (ABORTED, `operation_conflict`, retry_type CALL): such a refusal lasts as long as that operation,
+ * so the ordinary 50 ms backoff spends every attempt within a fraction of it.
+ */
+function conflictBackoffMs(error: unknown, retry: number, settings: Required<RetryOptions>): number {
+  if (!(error instanceof ConnectError) || !error.findDetails(ServiceErrorSchema).some((detail) => detail.details.case === 'operationConflict')) return 0;
+  return backoffMs(retry, { ...settings, initialBackoffMs: settings.conflictBackoffMs });
 }
 
 /** The server's `retry-after` (seconds) on a throttled call: no point retrying sooner. */

@@ -4,7 +4,7 @@
  */
 import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -157,6 +157,44 @@ test('an operator sets up profiles and works through every verb on instances', a
   expect((await cfs(['iam', 'whoami', '--profile', 'robot'])).code).toBe(2);
 });
 
+test('update replaces labels: --labels replaces the map, --remove-labels drops keys, --labels "" and a file with labels: {} clear it', async () => {
+  const signIn = await server?.request('POST', '/api/auth', { body: ADMIN });
+  const as = ['--server', server?.url ?? '', '--token', signIn?.body.accessToken as string];
+  const projectId = (await json(['iam', 'project', 'create', '--name', 'labelled', ...as])).resourceId as string;
+  const created = await json([
+    'compute',
+    'instance',
+    'create',
+    '--parent-id',
+    projectId,
+    '--name',
+    'tagged',
+    '--labels',
+    'a=1',
+    '--labels',
+    'b=2',
+    '--labels',
+    'c=3',
+    ...as,
+  ]);
+  const id = created.resourceId as string;
+  const labels = async () => ((await json(['compute', 'instance', 'get', id, ...as])).metadata as { labels?: Record<string, string> }).labels ?? {};
+  expect(await labels()).toEqual({ a: '1', b: '2', c: '3' });
+  // Issue 30: the flags merged into the stored labels, so none could ever be removed.
+  await json(['compute', 'instance', 'update', id, '--labels', 'a=10', '--labels', 'd=4', ...as]);
+  expect(await labels()).toEqual({ a: '10', d: '4' });
+  await json(['compute', 'instance', 'update', id, '--remove-labels', 'a', '--remove-labels', 'absent', '--description', 'kept', ...as]);
+  expect(await labels()).toEqual({ d: '4' });
+  await json(['compute', 'instance', 'update', id, '--labels', '', ...as]);
+  expect(await labels()).toEqual({});
+  await json(['compute', 'instance', 'update', id, '--labels', 'e=5', ...as]);
+  writeFileSync(join(dir, 'no-labels.yaml'), 'metadata:\n  labels: {}\n');
+  const cleared = await json(['compute', 'instance', 'update', id, '--file', 'no-labels.yaml', ...as]);
+  expect(cleared.requestHeaders).toMatchObject({ 'x-resetmask': { values: [expect.stringContaining('labels')] } });
+  expect(await labels()).toEqual({});
+  expect(((await json(['compute', 'instance', 'get', id, ...as])).spec as Record<string, unknown>).description).toBe('kept');
+});
+
 test("the IAM services' verbs are generated the same way", async () => {
   const base = { CFS_SERVER: server?.url ?? '', XDG_CONFIG_HOME: join(dir, 'iam-verbs') };
   const token = (await cfs(['iam', 'get-access-token', '--name', ADMIN.name, '--password', ADMIN.password], base)).stdout.trim();
@@ -273,6 +311,31 @@ test('completion scripts for bash and zsh know every command and option', async 
   ]);
   expect(await complete(['cfs', 'iam', 'project', 'list', '--format', 'y'])).toBe('yaml');
   expect(await complete(['cfs', 'profile', ''])).toBe('create delete list use');
+
+  // Issue 30: a global option before the command broke it, and neither profile names nor enum values completed.
+  const config = mkdtempSync(join(tmpdir(), 'cfs-completion-'));
+  try {
+    for (const name of ['beta', 'alpha']) expect((await cfs(['profile', 'create', name, '--token', 't'], { XDG_CONFIG_HOME: config })).code).toBe(0);
+    const cfsFunction = `cfs() { XDG_CONFIG_HOME='${config}' '${process.execPath}' '${join(ROOT, 'bin/cfs.js')}' "$@"; }`;
+    const completeWith = (words: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        const script = `${cfsFunction}\n${bash.stdout}\nCOMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _cfs; echo "\${COMPREPLY[*]}"`;
+        execFile('bash', ['-c', script], (error, stdout) => (error ? reject(error) : resolve(stdout.trim())));
+      });
+    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', ''])).toBe('instance');
+    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', '--server', 'http://h', 'instance', 'st'])).toBe('start stop');
+    expect(await completeWith(['cfs', '--format=json', 'iam', 'project', 'l'])).toBe('list');
+    expect(await completeWith(['cfs', '--format', '=', 'json', 'iam', 'project', 'l'])).toBe('list');
+    expect(await completeWith(['cfs', '--profile', ''])).toBe('alpha beta');
+    expect(await completeWith(['cfs', 'compute', 'instance', 'list', '--profile', 'a'])).toBe('alpha');
+    expect(await completeWith(['cfs', 'profile', 'use', ''])).toBe('--format --help --profile --server --token alpha beta');
+    expect(await completeWith(['cfs', 'compute', 'instance', 'create', '--recovery-policy', ''])).toBe('RECOVER FAIL');
+    expect(await completeWith(['cfs', '--profile', 'alpha', 'compute', 'instance', 'update', 'instance-1', '--recovery-policy', 'F'])).toBe('FAIL');
+    // After a positional (an id), the command's options still complete.
+    expect(await completeWith(['cfs', 'compute', 'instance', 'get', 'instance-1', '--for'])).toBe('--format');
+  } finally {
+    rmSync(config, { recursive: true, force: true });
+  }
 
   const zsh = await cfs(['completion', 'zsh']);
   expect(zsh.code).toBe(0);

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
@@ -22,6 +22,8 @@ export interface IdempotentResult {
   operationId: string;
   /** True when an earlier request with the key produced the operation. */
   replayed: boolean;
+  /** On a replay under `sealWith`: the answer the first request stored (setPendingAnswer), opened. */
+  answer?: Uint8Array;
 }
 
 /**
@@ -34,6 +36,10 @@ interface PendingKey {
   hash: string;
   /** The operation the key was written with, once a transaction wrote it. */
   recordedFor?: string;
+  /** The caller's key, which seals the answer (runAtomic's `sealWith`); unset: no answer is kept. */
+  sealWith?: string;
+  /** The answer to keep with the key (setPendingAnswer). */
+  answer?: Uint8Array;
 }
 
 const pendingKeys = new AsyncLocalStorage<PendingKey>();
@@ -54,8 +60,47 @@ class KeyTaken extends Error {
 export async function recordPendingKey(trx: Knex, operationId: string): Promise<void> {
   const pending = pendingKeys.getStore();
   if (!pending || pending.recordedFor !== undefined) return;
-  if (!(await pending.repository.claimAnswered(pending.scope, pending.hash, operationId, trx))) throw new KeyTaken();
+  const sealed = pending.sealWith !== undefined && pending.answer !== undefined ? sealAnswer(pending.sealWith, pending.scope, pending.answer) : undefined;
+  if (!(await pending.repository.claimAnswered(pending.scope, pending.hash, operationId, trx, sealed))) throw new KeyTaken();
   pending.recordedFor = operationId;
+}
+
+/**
+ * For a mutating method whose answer is not its Operation (AuthPublicKeyService.Generate): the
+ * encoded answer, kept with the idempotency key of the request being served so a retry with the key
+ * gets it again. Call it before the operation is recorded (Operations.begin), in its transaction's
+ * flow; without a key (or outside runAtomic) nothing is kept.
+ */
+export function setPendingAnswer(answer: Uint8Array): void {
+  const pending = pendingKeys.getStore();
+  if (pending && pending.recordedFor === undefined) pending.answer = answer;
+}
+
+/**
+ * How a key whose request keeps a secret answer is stored: its SHA-256, so the row alone (a backup,
+ * a database reader) cannot open the answer it seals.
+ */
+export function hashedIdempotencyKey(key: string): string {
+  return `sha256-${createHash('sha256').update(key).digest('hex')}`;
+}
+
+/** AES-256-GCM under a key derived (HKDF-SHA256) from the caller's idempotency key and its scope: iv ‖ tag ‖ ciphertext. */
+function sealAnswer(secret: string, scope: IdempotencyScope, answer: Uint8Array): Uint8Array {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', answerKey(secret, scope), iv);
+  const body = Buffer.concat([cipher.update(answer), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+function openAnswer(secret: string, scope: IdempotencyScope, sealed: Uint8Array): Uint8Array {
+  const bytes = Buffer.from(sealed);
+  const decipher = createDecipheriv('aes-256-gcm', answerKey(secret, scope), bytes.subarray(0, 12));
+  decipher.setAuthTag(bytes.subarray(12, 28));
+  return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]);
+}
+
+function answerKey(secret: string, scope: IdempotencyScope): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, `${scope.principal}\0${scope.method}`, 'cfs idempotent answer', 32));
 }
 
 /** Checks the key's shape; a malformed key is the client's error. */
@@ -104,34 +149,60 @@ export class IdempotencyKeys {
    * writes nothing, so its key stays free.
    * A key written by `run` and still in progress (its operation unknown) is waited for as `run` does.
    */
-  async runAtomic(scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
+  async runAtomic(
+    scope: IdempotencyScope,
+    hash: string,
+    execute: () => Promise<string | undefined>,
+    options: { sealWith?: string } = {},
+  ): Promise<IdempotentResult> {
     // No look-up first: a first request (the common case) goes straight to its transaction, and a
     // retry finds the key there (the insert conflicts, or the work fails on what the first one did).
-    const pending: PendingKey = { repository: this.repository, scope, hash };
-    let operationId: string;
+    const pending: PendingKey = { repository: this.repository, scope, hash, sealWith: options.sealWith };
+    const answer = (row: IdempotencyRow) => this.answer(row, scope, hash, execute, options.sealWith);
+    if (options.sealWith !== undefined) {
+      // Work that keeps its answer is costly (Generate: a key pair): a retry answers before doing it again.
+      const first = await this.repository.find(scope);
+      if (first) return answer(first);
+    }
+    let operationId: string | undefined;
     try {
-      operationId = await pendingKeys.run(pending, execute);
+      // An execute that answers no Operation names none: the one it recorded is the key's.
+      operationId = (await pendingKeys.run(pending, execute)) ?? pending.recordedFor;
     } catch (error) {
       // A duplicate (concurrent, or a retry) fails on the key (KeyTaken) or on the state the first
       // request left (the name it took, the operation it started): its operation is the answer.
       const winner = await this.repository.find(scope);
-      if (winner) return this.answer(winner, scope, hash, execute);
+      if (winner) return answer(winner);
       throw error;
     }
+    if (operationId === undefined) throw new Error('an idempotent request recorded no operation');
     if (pending.recordedFor !== operationId && !(await this.repository.claimAnswered(scope, hash, operationId))) {
       // The work recorded its operation some other way (no cloud RPC does): the key is written after
       // it, and a request that wrote it meanwhile keeps it. Such work is not exactly-once, only answered so.
       const first = await this.repository.find(scope);
-      if (first) return this.answer(first, scope, hash, execute);
+      if (first) return answer(first);
     }
     return { operationId, replayed: false };
   }
 
-  /** The answer to a request whose key exists: the operation it names, or `run`'s wait while its first request is in progress. */
-  private answer(row: IdempotencyRow, scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
+  /** The answer to a request whose key exists: the operation it names (and its sealed answer), or `run`'s wait while its first request is in progress. */
+  private answer(
+    row: IdempotencyRow,
+    scope: IdempotencyScope,
+    hash: string,
+    execute: () => Promise<string | undefined>,
+    sealWith: string | undefined,
+  ): Promise<IdempotentResult> {
     if (row.request_hash !== hash) throw keyReused();
-    if (row.operation_id) return Promise.resolve({ operationId: row.operation_id, replayed: true });
-    return this.run(scope, hash, execute);
+    if (row.operation_id) {
+      const answer = sealWith !== undefined && row.answer ? openAnswer(sealWith, scope, row.answer) : undefined;
+      return Promise.resolve({ operationId: row.operation_id, replayed: true, ...(answer ? { answer } : {}) });
+    }
+    return this.run(scope, hash, async () => {
+      const operationId = await execute();
+      if (operationId === undefined) throw new Error('an idempotent request recorded no operation');
+      return operationId;
+    });
   }
 
   /**

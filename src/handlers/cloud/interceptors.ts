@@ -1,9 +1,9 @@
-import { toJson, type DescMessage, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf';
+import { fromBinary, toJson, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf';
 import type { Interceptor, UnaryRequest, UnaryResponse } from '@connectrpc/connect';
 import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
 import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
-import { assertIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
+import { assertIdempotencyKey, hashedIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
 import { canonicalResetMaskHeader } from '../../engines/reset-mask/index.js';
 import { requestHeaderLines } from '../../server/header-lines.js';
 import { endpointKey, principalKey } from './context.js';
@@ -85,9 +85,15 @@ export function createAuthInterceptor(options: {
   };
 }
 
-/** Mutating methods are exactly those that return an Operation (contracts/proto/cloud). */
-function isMutatingMethod(output: DescMessage): boolean {
-  return output.typeName === OperationSchema.typeName;
+/**
+ * Reads, by the cloud API's method names (contracts/proto/cloud): Get…, List… (OperationService.Get
+ * returns an Operation, yet reads) and OperationService.Wait. Every other method changes state,
+ * whether it answers an Operation or not (AuthPublicKeyService.Generate).
+ */
+const READ_METHOD = /^(Get|List)|^Wait$/;
+
+function isMutatingMethod(method: Pick<DescMethod, 'name'>): boolean {
+  return !READ_METHOD.test(method.name);
 }
 
 /** JSON with object keys sorted, so equal messages hash equally whatever their map order. */
@@ -113,8 +119,11 @@ function maskForHash(lines: readonly string[]): string {
 /**
  * `X-Idempotency-Key` on every mutating method: the same key from the same principal on the same
  * method answers with the same Operation (its current state) and the work runs once, also for
- * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it.
- * The key is written by the transaction that records the operation (IdempotencyKeys.runAtomic).
+ * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it, and
+ * so do methods called without a principal (the token exchange). The key is written by the
+ * transaction that records the operation (IdempotencyKeys.runAtomic). A method whose answer is not
+ * its Operation (Generate) keeps its answer with the key (setPendingAnswer), sealed under the
+ * caller's key, which is stored only as a hash; a retry gets that answer again.
  */
 export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; loadOperation(id: string): Promise<Operation> }): Interceptor {
   // Reads (and calls without a key) pass straight on, without a promise of this interceptor's own.
@@ -124,32 +133,34 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       const principal = req.contextValues.get(principalKey);
       if (!principal) throw new AppError('unauthenticated', 'a bearer token is required');
       const method = `/${req.service.typeName}/${req.method.name}`;
+      const answersOperation = req.method.output.typeName === OperationSchema.typeName;
       const hash = requestHash(
         method,
         stableStringify(toJson(req.method.input, req.message)),
         maskForHash(requestHeaderLines({ values: req.contextValues, requestHeader: req.header }, 'x-resetmask')),
       );
       let response: UnaryResponse | undefined;
-      const result = await options.keys.runAtomic({ principal: principal.id, method, key }, hash, async () => {
+      const scope = { principal: principal.id, method, key: answersOperation ? key : hashedIdempotencyKey(key) };
+      const execute = async () => {
         const answer = await next(req);
         if (answer.stream) throw new Error('a mutating method must be unary');
         response = answer;
-        return (answer.message as Operation).id;
-      });
-      if (!result.replayed && response) return response;
-      const replay: UnaryResponse = {
-        stream: false,
-        service: req.service,
-        method: req.method,
-        ...replayResponseMetadata(req.header),
-        message: await options.loadOperation(result.operationId),
+        return answersOperation ? (answer.message as Operation).id : undefined;
       };
+      const result = await options.keys.runAtomic(scope, hash, execute, answersOperation ? {} : { sealWith: key });
+      if (!result.replayed && response) return response;
+      let message: UnaryResponse['message'];
+      if (answersOperation) message = await options.loadOperation(result.operationId);
+      else if (result.answer) message = fromBinary(req.method.output, result.answer);
+      else throw new AppError('failed_precondition', `the answer to the request with this X-Idempotency-Key (operation ${result.operationId}) was not kept`);
+      const replay: UnaryResponse = { stream: false, service: req.service, method: req.method, ...replayResponseMetadata(req.header), message };
       return replay;
     };
     return (req) => {
-      if (req.stream || !isMutatingMethod(req.method.output)) return next(req);
+      if (req.stream || !isMutatingMethod(req.method)) return next(req);
       const key = req.header.get('x-idempotency-key');
-      if (key === null) return next(req);
+      // No principal: a public method (the token exchange), which changes nothing a key could scope.
+      if (key === null || !req.contextValues.get(principalKey)) return next(req);
       return idempotent(req, key);
     };
   };

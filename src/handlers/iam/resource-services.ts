@@ -29,7 +29,8 @@ export function authPublicKeyServiceImpl(keys: PublicKeyService): ServiceImpl<ty
     async create(request, context) {
       return toOperationMessage(await keys.create(principalOf(context), request, recordedHeaders(context.requestHeader)));
     },
-    generate: (request, context) => keys.generate(principalOf(context), request, recordedHeaders(context.requestHeader)),
+    // Not the idempotency key: it unseals the private key kept for a retry (createIdempotencyInterceptor).
+    generate: (request, context) => keys.generate(principalOf(context), request),
     async activate(request, context) {
       return toOperationMessage(await keys.activate(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
     },

@@ -15,13 +15,14 @@ import {
   DeactivateAuthPublicKeyRequestSchema,
   DeleteAuthPublicKeyRequestSchema,
   GenerateAuthPublicKeyRequestSchema,
+  GenerateAuthPublicKeyResponseSchema,
   type CreateAuthPublicKeyRequest,
   type GenerateAuthPublicKeyRequest,
 } from '../../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
-import { packOperationRequest, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
+import { packOperationRequest, setPendingAnswer, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
 import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
@@ -150,7 +151,9 @@ export class PublicKeyService {
 
   /**
    * Generates an RSA 2048 key pair and stores the public half. The private key is in the answer
-   * only: it is not stored, not logged, and not in the operation (its request has no secret).
+   * only: it is not logged and not in the operation (its request has no secret). A request with an
+   * `X-Idempotency-Key` keeps the answer with the key, sealed under it (setPendingAnswer), so a
+   * retry after a lost answer gets the same key pair instead of making a second key.
    */
   async generate(
     principal: Principal,
@@ -165,14 +168,16 @@ export class PublicKeyService {
     await this.accountOf(principal, accountId, request.metadata?.parentId ?? '');
     const pair = await generateKeyPairAsync('rsa', { modulusLength: 2048 });
     const parsed = parsePublicKeyPem(pair.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    const privateKey = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const { key } = await this.insert(principal, request.metadata, {
       accountId,
       parsed,
       description: request.spec?.description ?? '',
       expiresAt: request.spec?.expiresAt,
       operation: { description: 'Generate public key', request: packOperationRequest(GenerateAuthPublicKeyRequestSchema, request), headers },
+      answer: (stored) => toBinary(GenerateAuthPublicKeyResponseSchema, create(GenerateAuthPublicKeyResponseSchema, { key: stored, privateKey })),
     });
-    return { key, privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+    return { key, privateKey };
   }
 
   activate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
@@ -249,6 +254,8 @@ export class PublicKeyService {
       description: string;
       expiresAt: Timestamp | undefined;
       operation: OperationInput;
+      /** The answer a retry with the request's idempotency key gets (Generate's: it holds the private key). */
+      answer?: (key: AuthPublicKey) => Uint8Array;
     },
   ): Promise<{ key: AuthPublicKey; row: OperationRow }> {
     return this.knex.transaction(async (trx) => {
@@ -284,6 +291,7 @@ export class PublicKeyService {
               }),
           ),
         );
+      if (input.answer) setPendingAnswer(input.answer(key));
       const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation);
       return { key, row };
     });

@@ -11,6 +11,8 @@ export interface IdempotencyScope {
 export interface IdempotencyRow extends IdempotencyScope {
   request_hash: string;
   operation_id: string | null;
+  /** The sealed answer of a method whose answer is not its Operation (IdempotencyKeys.runAtomic's `sealWith`). */
+  answer: Uint8Array | null;
   created_at: Date;
 }
 
@@ -33,9 +35,9 @@ export class IdempotencyRepository {
    * operation); false when the key exists. A concurrent insert of the same key waits for the other
    * transaction to end, so the loser sees the winner's committed row.
    */
-  async claimAnswered(scope: IdempotencyScope, requestHash: string, operationId: string, trx: Knex = this.knex): Promise<boolean> {
+  async claimAnswered(scope: IdempotencyScope, requestHash: string, operationId: string, trx: Knex = this.knex, answer?: Uint8Array): Promise<boolean> {
     const rows = await trx('idempotency_keys')
-      .insert({ ...scope, request_hash: requestHash, operation_id: operationId })
+      .insert({ ...scope, request_hash: requestHash, operation_id: operationId, ...(answer ? { answer: Buffer.from(answer) } : {}) })
       .onConflict(['principal', 'method', 'key'])
       .ignore()
       .returning('key');
