@@ -65,7 +65,29 @@ describe('loadConfig', () => {
     ['a fractional SIGNIN_WINDOW_SECONDS', { given: { SIGNIN_WINDOW_SECONDS: '1.5' }, want: 'SIGNIN_WINDOW_SECONDS' }],
     ['a DATABASE_URL of another database', { given: { DATABASE_URL: 'mysql://root@localhost/app' }, want: 'DATABASE_URL' }],
     ['TLS_CERT without TLS_KEY', { given: { TLS_CERT: '/tmp/cert.pem' }, want: 'TLS_KEY' }],
+    [
+      'a DATABASE_LISTEN_URL of another database',
+      { given: { DATABASE_URL: 'postgres://a/b', DATABASE_LISTEN_URL: 'mysql://a/b' }, want: 'DATABASE_LISTEN_URL' },
+    ],
+    ['a DATABASE_LISTEN_URL without DATABASE_URL', { given: { DATABASE_LISTEN_URL: 'postgres://a/b' }, want: 'DATABASE_LISTEN_URL' }],
+    ['an unknown DATABASE_POOL_MODE', { given: { DATABASE_POOL_MODE: 'statement' }, want: 'DATABASE_POOL_MODE' }],
+    ['a MIGRATION_LOCK_TIMEOUT_MS below 100', { given: { MIGRATION_LOCK_TIMEOUT_MS: '10' }, want: 'MIGRATION_LOCK_TIMEOUT_MS' }],
   ];
+
+  test('DATABASE_LISTEN_URL defaults to DATABASE_URL; the pool mode to session; the migration lock wait to 45 s', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://pool/app' })).toMatchObject({
+      databaseListenUrl: 'postgres://pool/app',
+      databasePoolMode: 'session',
+      migrationLockTimeoutMs: 45_000,
+    });
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://bouncer/app', DATABASE_LISTEN_URL: 'postgres://direct/app', DATABASE_POOL_MODE: 'transaction' }),
+    ).toMatchObject({
+      databaseUrl: 'postgres://bouncer/app',
+      databaseListenUrl: 'postgres://direct/app',
+      databasePoolMode: 'transaction',
+    });
+  });
 
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {
     let thrown: unknown;
