@@ -71,6 +71,10 @@ describe('loadConfig', () => {
     ],
     ['a DATABASE_LISTEN_URL without DATABASE_URL', { given: { DATABASE_LISTEN_URL: 'postgres://a/b' }, want: 'DATABASE_LISTEN_URL' }],
     ['an unknown DATABASE_POOL_MODE', { given: { DATABASE_POOL_MODE: 'statement' }, want: 'DATABASE_POOL_MODE' }],
+    [
+      'DATABASE_POOL_MODE=transaction without DATABASE_LISTEN_URL',
+      { given: { DATABASE_URL: 'postgres://a/b', DATABASE_POOL_MODE: 'transaction' }, want: 'DATABASE_LISTEN_URL' },
+    ],
     ['a MIGRATION_LOCK_TIMEOUT_MS below 100', { given: { MIGRATION_LOCK_TIMEOUT_MS: '10' }, want: 'MIGRATION_LOCK_TIMEOUT_MS' }],
   ];
 
