@@ -28,7 +28,9 @@ function compared(expression: string, type: FilterValueType, operator: Operator,
     case 'string':
     case 'enum':
       // Equality as written (so the state index's expression matches); ordering by code point, whatever the database's collation.
-      return operator === '=' || operator === '!=' ? { sql: `${expression} ${op} ?`, bindings: [String(value)] } : { sql: `${expression} COLLATE "C" ${op} ?`, bindings: [String(value)] };
+      return operator === '=' || operator === '!='
+        ? { sql: `${expression} ${op} ?`, bindings: [String(value)] }
+        : { sql: `${expression} COLLATE "C" ${op} ?`, bindings: [String(value)] };
     case 'bool':
       return { sql: `${expression} ${op} ?`, bindings: [String(value)] };
     case 'number':
@@ -117,7 +119,8 @@ function driverOf(table: ResourceTable, filter: Filter | undefined): Driver {
   }
   if (table === 'compute_instances') {
     for (const condition of required) {
-      if (condition.kind === 'compare' && condition.operator === '=' && condition.path.join('.') === 'status.state') return { kind: 'state', state: String(condition.value) };
+      if (condition.kind === 'compare' && condition.operator === '=' && condition.path.join('.') === 'status.state')
+        return { kind: 'state', state: String(condition.value) };
     }
   }
   return { kind: 'parent' };

@@ -55,11 +55,20 @@ const valid: [string, { given: string; want: string }][] = [
   ['a message present', { given: 'spec.boot_disk:*', want: 'spec.bootDisk set' }],
   [
     'AND, OR binds tighter (AIP-160)',
-    { given: 'spec.stopped = true AND labels.a = x OR labels.b = y', want: '(spec.stopped = bool:true AND (metadata.labels[a] = string:x OR metadata.labels[b] = string:y))' },
+    {
+      given: 'spec.stopped = true AND labels.a = x OR labels.b = y',
+      want: '(spec.stopped = bool:true AND (metadata.labels[a] = string:x OR metadata.labels[b] = string:y))',
+    },
   ],
   ['side by side is AND', { given: 'spec.stopped = true labels:x', want: '(spec.stopped = bool:true AND metadata.labels has x)' }],
   ['NOT and -', { given: 'NOT labels:x -labels:y', want: '(NOT metadata.labels has x AND NOT metadata.labels has y)' }],
-  ['parentheses', { given: '(labels.a = x OR labels.b = y) AND NOT (status.state = STATE_ERROR)', want: '((metadata.labels[a] = string:x OR metadata.labels[b] = string:y) AND NOT status.state = enum:STATE_ERROR)' }],
+  [
+    'parentheses',
+    {
+      given: '(labels.a = x OR labels.b = y) AND NOT (status.state = STATE_ERROR)',
+      want: '((metadata.labels[a] = string:x OR metadata.labels[b] = string:y) AND NOT status.state = enum:STATE_ERROR)',
+    },
+  ],
   ['no space needed around parentheses after keywords', { given: 'NOT(labels:x)', want: 'NOT metadata.labels has x' }],
   ['single-quoted strings and escapes', { given: "spec.description = 'it\\'s \\u00e9'", want: "spec.description = string:it's é" }],
   ['string ordering', { given: 'metadata.name >= "b"', want: 'metadata.name >= string:b' }],
@@ -73,8 +82,14 @@ describe('compileFilter accepts the AIP-160 subset', () => {
 });
 
 const malformed: [string, { given: string; want: string }][] = [
-  ['a comparator is missing', { given: 'status.state', want: 'expected a comparator (=, !=, <, <=, >, >= or :) after status.state, found the end of the filter at column 13' }],
-  ['a value is missing', { given: 'status.state = ', want: 'expected a value (a quoted string, a number, true, false, a name or *), found the end of the filter at column 16' }],
+  [
+    'a comparator is missing',
+    { given: 'status.state', want: 'expected a comparator (=, !=, <, <=, >, >= or :) after status.state, found the end of the filter at column 13' },
+  ],
+  [
+    'a value is missing',
+    { given: 'status.state = ', want: 'expected a value (a quoted string, a number, true, false, a name or *), found the end of the filter at column 16' },
+  ],
   ['an unclosed parenthesis', { given: '(labels:x', want: 'unclosed "(" at column 1' }],
   ['a stray closing parenthesis', { given: 'labels:x)', want: 'expected AND, OR or a restriction (this ")" closes nothing), found ")" at column 9' }],
   ['empty parentheses', { given: '()', want: 'expected an expression inside the parentheses, found ")" at column 2' }],
@@ -99,13 +114,43 @@ const malformed: [string, { given: string; want: string }][] = [
   ],
   ['an enum ordered', { given: 'status.state > STATE_RUNNING', want: '"status.state" is an enum: only = and != compare it at column 16' }],
   ['a bool quoted', { given: 'spec.stopped = "true"', want: '"spec.stopped" is a bool (true or false); found "true" at column 16' }],
-  ['a timestamp not RFC 3339', { given: 'metadata.created_at > "2026-01-01"', want: '"metadata.created_at" is a timestamp (RFC 3339, quoted: "2026-01-01T00:00:00Z"); found "2026-01-01" at column 23' }],
-  ['a timestamp unquoted', { given: 'metadata.created_at > 2026-01-01T00:00:00Z', want: 'expected a space, AND or OR between restrictions, found ":" at column 36' }],
-  ['a map compared whole', { given: 'metadata.labels = x', want: '"metadata.labels" is a map: use metadata.labels:<key> (has the key) or metadata.labels.<key> = <value> at column 19' }],
+  [
+    'a timestamp not RFC 3339',
+    {
+      given: 'metadata.created_at > "2026-01-01"',
+      want: '"metadata.created_at" is a timestamp (RFC 3339, quoted: "2026-01-01T00:00:00Z"); found "2026-01-01" at column 23',
+    },
+  ],
+  [
+    'a timestamp unquoted',
+    { given: 'metadata.created_at > 2026-01-01T00:00:00Z', want: 'expected a space, AND or OR between restrictions, found ":" at column 36' },
+  ],
+  [
+    'a map compared whole',
+    {
+      given: 'metadata.labels = x',
+      want: '"metadata.labels" is a map: use metadata.labels:<key> (has the key) or metadata.labels.<key> = <value> at column 19',
+    },
+  ],
   ['a map with two keys', { given: 'metadata.labels.a.b = x', want: '"metadata.labels" is a map: only one key may follow it at column 19' }],
-  ['a message compared', { given: 'spec.boot_disk = x', want: '"spec.boot_disk" is a message: compare one of its fields (spec.boot_disk.<field>) or test it with spec.boot_disk:* at column 18' }],
-  ['a repeated field compared with =', { given: 'spec.ssh_keys = x', want: '"spec.ssh_keys" is a repeated field: use spec.ssh_keys:<value> (holds the value) at column 17' }],
-  ['inside a repeated message', { given: 'spec.network_interfaces.subnet_id:x', want: '"spec.network_interfaces" is a repeated field: fields inside its elements cannot be filtered on at column 25' }],
+  [
+    'a message compared',
+    {
+      given: 'spec.boot_disk = x',
+      want: '"spec.boot_disk" is a message: compare one of its fields (spec.boot_disk.<field>) or test it with spec.boot_disk:* at column 18',
+    },
+  ],
+  [
+    'a repeated field compared with =',
+    { given: 'spec.ssh_keys = x', want: '"spec.ssh_keys" is a repeated field: use spec.ssh_keys:<value> (holds the value) at column 17' },
+  ],
+  [
+    'inside a repeated message',
+    {
+      given: 'spec.network_interfaces.subnet_id:x',
+      want: '"spec.network_interfaces" is a repeated field: fields inside its elements cannot be filtered on at column 25',
+    },
+  ],
   ['below a scalar', { given: 'spec.description.x = 1', want: '"spec.description" has no fields at column 18' }],
 ];
 
@@ -125,16 +170,30 @@ describe('compileFilter refuses, naming the column and what it expected', () => 
 describe('compileFilter bounds its input', () => {
   test.each([
     ['longer than the maximum', 'metadata.name = "' + 'x'.repeat(MAX_FILTER_LENGTH) + '"', `filter is longer than ${MAX_FILTER_LENGTH} characters`],
-    ['nested too deep', '('.repeat(MAX_FILTER_DEPTH + 1) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH + 1), `filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${MAX_FILTER_DEPTH + 1}`],
+    [
+      'nested too deep',
+      '('.repeat(MAX_FILTER_DEPTH + 1) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH + 1),
+      `filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${MAX_FILTER_DEPTH + 1}`,
+    ],
     // Each `NOT (` opens two levels: the 17th NOT opens the 33rd.
-    ['NOT nested too deep', 'NOT ('.repeat(MAX_FILTER_DEPTH / 2 + 1) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH / 2 + 1), `filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${5 * (MAX_FILTER_DEPTH / 2) + 1}`],
-    ['too many restrictions', Array.from({ length: MAX_FILTER_RESTRICTIONS + 1 }, (_, i) => `labels:k${i}`).join(' OR '), `filter holds more than ${MAX_FILTER_RESTRICTIONS} restrictions`],
+    [
+      'NOT nested too deep',
+      'NOT ('.repeat(MAX_FILTER_DEPTH / 2 + 1) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH / 2 + 1),
+      `filter nests deeper than ${MAX_FILTER_DEPTH} levels at column ${5 * (MAX_FILTER_DEPTH / 2) + 1}`,
+    ],
+    [
+      'too many restrictions',
+      Array.from({ length: MAX_FILTER_RESTRICTIONS + 1 }, (_, i) => `labels:k${i}`).join(' OR '),
+      `filter holds more than ${MAX_FILTER_RESTRICTIONS} restrictions`,
+    ],
   ])('%s', (_name, given, want) => {
     expect(() => compileFilter(given, InstanceSchema, OPTIONS)).toThrow(want);
   });
 
   test('the deepest nesting allowed is read', () => {
-    expect(show(compileFilter('('.repeat(MAX_FILTER_DEPTH) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH), InstanceSchema, OPTIONS))).toBe('metadata.labels has x');
+    expect(show(compileFilter('('.repeat(MAX_FILTER_DEPTH) + 'labels:x' + ')'.repeat(MAX_FILTER_DEPTH), InstanceSchema, OPTIONS))).toBe(
+      'metadata.labels has x',
+    );
   });
 });
 
@@ -145,7 +204,11 @@ test('aliases spell a field path another way (the public keys` service_account_i
 
 test.each([
   ['a single condition', 'labels.env = prod', ['metadata.labels[env] = string:prod']],
-  ['the conditions of a conjunction', 'labels.env = prod AND (status.state = STATE_RUNNING labels:team)', ['metadata.labels[env] = string:prod', 'status.state = enum:STATE_RUNNING', 'metadata.labels has team']],
+  [
+    'the conditions of a conjunction',
+    'labels.env = prod AND (status.state = STATE_RUNNING labels:team)',
+    ['metadata.labels[env] = string:prod', 'status.state = enum:STATE_RUNNING', 'metadata.labels has team'],
+  ],
   ['none under OR', 'labels.env = prod OR labels:team', []],
   ['none under NOT', 'NOT labels.env = prod', []],
 ])('requiredConditions: %s', (_name, given, want) => {

@@ -19,7 +19,14 @@ export async function seedProjects(knex: Knex, ids: readonly string[]): Promise<
       status: { active: true },
     });
     await knex('iam_projects')
-      .insert({ id, parent_id: tenant.id, name: id, resource_version: 1, data: Buffer.from(toBinary(ProjectSchema, project)), doc: resourceDocument(ProjectSchema, project) })
+      .insert({
+        id,
+        parent_id: tenant.id,
+        name: id,
+        resource_version: 1,
+        data: Buffer.from(toBinary(ProjectSchema, project)),
+        doc: resourceDocument(ProjectSchema, project),
+      })
       .onConflict('id')
       .ignore();
   }

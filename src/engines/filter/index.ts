@@ -1,2 +1,10 @@
 export { FilterError, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_RESTRICTIONS, parseFilter, type Comparator, type SyntaxTree } from './parse-filter.js';
-export { compileFilter, requiredConditions, type Filter, type FilterCondition, type FilterOptions, type FilterValueType, type Operator } from './resolve-filter.js';
+export {
+  compileFilter,
+  requiredConditions,
+  type Filter,
+  type FilterCondition,
+  type FilterOptions,
+  type FilterValueType,
+  type Operator,
+} from './resolve-filter.js';

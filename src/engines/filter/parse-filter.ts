@@ -57,7 +57,13 @@ export interface SyntaxName {
 export type SyntaxTree =
   | { readonly kind: 'and' | 'or'; readonly terms: readonly SyntaxTree[] }
   | { readonly kind: 'not'; readonly term: SyntaxTree }
-  | { readonly kind: 'restriction'; readonly path: readonly SyntaxName[]; readonly comparator: Comparator; readonly value: SyntaxValue; readonly column: number };
+  | {
+      readonly kind: 'restriction';
+      readonly path: readonly SyntaxName[];
+      readonly comparator: Comparator;
+      readonly value: SyntaxValue;
+      readonly column: number;
+    };
 
 const COMPARATORS: readonly Comparator[] = ['<=', '>=', '!=', '=', '<', '>', ':'];
 const KEYWORDS = new Set(['AND', 'OR', 'NOT']);

@@ -14,7 +14,13 @@ export type Operator = Exclude<Comparator, ':'>;
  * its value name.
  */
 export type FilterCondition =
-  | { readonly kind: 'compare'; readonly path: readonly string[]; readonly type: FilterValueType; readonly operator: Operator; readonly value: string | boolean }
+  | {
+      readonly kind: 'compare';
+      readonly path: readonly string[];
+      readonly type: FilterValueType;
+      readonly operator: Operator;
+      readonly value: string | boolean;
+    }
   /** A map entry compared: `labels.env = "prod"` (path to the map, then the key). */
   | {
       readonly kind: 'map-entry';
@@ -50,7 +56,10 @@ const INTEGER = /^[+-]?\d+$/;
 const DURATION = /^([+-]?(\d+(\.\d{1,9})?|\.\d{1,9}))s$/;
 const INTEGER_TYPES = new Set(['int32', 'int64', 'uint32', 'uint64', 'sint32', 'sint64', 'fixed32', 'fixed64', 'sfixed32', 'sfixed64']);
 
-function valueTypeOf(field: { fieldKind: string; scalar?: unknown; message?: DescMessage; enum?: DescEnum }, scalarName: string | undefined): FilterValueType | undefined {
+function valueTypeOf(
+  field: { fieldKind: string; scalar?: unknown; message?: DescMessage; enum?: DescEnum },
+  scalarName: string | undefined,
+): FilterValueType | undefined {
   if (field.enum !== undefined) return 'enum';
   if (field.message !== undefined) {
     if (field.message.typeName === 'google.protobuf.Timestamp') return 'timestamp';
@@ -137,7 +146,15 @@ class Resolver {
       const last = i === path.length - 1;
       const rest = path[i + 1];
       if (field.fieldKind === 'map') {
-        const leaf: Leaf = { type: valueTypeOf({ fieldKind: 'map', scalar: field.scalar, message: field.message, enum: field.enum }, field.mapKind === 'scalar' ? SCALAR_NAMES[field.scalar] : undefined), scalar: field.mapKind === 'scalar' ? SCALAR_NAMES[field.scalar] : undefined, enum: field.enum, label };
+        const leaf: Leaf = {
+          type: valueTypeOf(
+            { fieldKind: 'map', scalar: field.scalar, message: field.message, enum: field.enum },
+            field.mapKind === 'scalar' ? SCALAR_NAMES[field.scalar] : undefined,
+          ),
+          scalar: field.mapKind === 'scalar' ? SCALAR_NAMES[field.scalar] : undefined,
+          enum: field.enum,
+          label,
+        };
         if (last) {
           if (comparator !== ':') throw new FilterError(`"${label}" is a map: use ${label}:<key> (has the key) or ${label}.<key> = <value>`, value.column);
           if (value.text === '*' && !value.quoted) return { kind: 'present', path: jsonPath, shape: 'map' };

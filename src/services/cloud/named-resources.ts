@@ -183,7 +183,10 @@ export class NamedResources<T extends NamedResource> {
       } as MessageInitShape<GenMessage<T>>;
       const resource = create(this.kind.schema, init);
       await this.repository
-        .insert({ id, parent_id: parentId, name, resource_version: 1, data: toBinary(this.kind.schema, resource), doc: resourceDocument(this.kind.schema, resource) }, trx)
+        .insert(
+          { id, parent_id: parentId, name, resource_version: 1, data: toBinary(this.kind.schema, resource), doc: resourceDocument(this.kind.schema, resource) },
+          trx,
+        )
         .catch(onUniqueViolation(() => this.nameTaken(name, parentId, '')));
       return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId }, operation);
     });

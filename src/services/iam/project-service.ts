@@ -97,7 +97,14 @@ export class ProjectService {
           status: { active: true },
         });
         await this.resources.repository.insert(
-          { id, parent_id: candidate, name: DEFAULT_PROJECT_NAME, resource_version: 1, data: toBinary(ProjectSchema, project), doc: resourceDocument(ProjectSchema, project) },
+          {
+            id,
+            parent_id: candidate,
+            name: DEFAULT_PROJECT_NAME,
+            resource_version: 1,
+            data: toBinary(ProjectSchema, project),
+            doc: resourceDocument(ProjectSchema, project),
+          },
           trx,
         );
       }

@@ -131,7 +131,10 @@ export class PublicKeyService {
     const size = pageSize(request.pageSize);
     // The scope of the one filter of earlier releases stays what it was, so its issued tokens stay valid.
     const legacy = filter !== undefined && FILTER.test(request.filter);
-    const scope = legacy || filter === undefined ? `publickey:${request.parentId}:${serviceAccountId ?? ''}` : filteredScope(`publickey:${request.parentId}:`, request.filter);
+    const scope =
+      legacy || filter === undefined
+        ? `publickey:${request.parentId}:${serviceAccountId ?? ''}`
+        : filteredScope(`publickey:${request.parentId}:`, request.filter);
     const after = decodePageToken(scope, request.pageToken);
     authorize(principal, 'read', request.parentId);
     if (filter === undefined || legacy) {
