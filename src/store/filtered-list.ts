@@ -42,8 +42,15 @@ function compared(expression: string, type: FilterValueType, operator: Operator,
   }
 }
 
-/** A condition as SQL over `column`, never NULL (an absent field fails every comparison, and NOT of that holds). */
+/**
+ * A condition as SQL over `column`, never NULL: an absent field (a missing label, an unset
+ * timestamp) fails every comparison but `!=`, which reads as NOT `=` (AIP-160: `a != b` is `NOT a = b`).
+ */
 function conditionSql(condition: FilterCondition, column: string): Sql {
+  if ((condition.kind === 'compare' || condition.kind === 'map-entry') && condition.operator === '!=') {
+    const equal = conditionSql({ ...condition, operator: '=' }, column);
+    return { sql: `(NOT ${equal.sql})`, bindings: equal.bindings };
+  }
   const json = `(${column} #> ${pathLiteral(condition.path)})`;
   const text = `(${column} #>> ${pathLiteral(condition.path)})`;
   let inner: Sql;
