@@ -168,26 +168,53 @@ export interface FilteredRows {
  */
 export async function filteredList(knex: Knex, query: FilteredListQuery): Promise<FilteredRows> {
   const driver = driverOf(query.table, query.filter);
-  const seq = driver.kind === 'labels' ? 'labels.seq' : 'resource.seq';
-  const candidates = (): Knex.QueryBuilder => {
+  const narrowResources = (builder: Knex.QueryBuilder, alias: string): Knex.QueryBuilder => {
+    for (const [column, value] of Object.entries(query.where ?? {})) builder.where(`${alias}.${column}`, value);
+    if (query.ids !== undefined) builder.whereIn(`${alias}.id`, [...query.ids]);
+    return builder;
+  };
+  // The candidates in `seq` order, as `seq` and the resource id (what the bound counts and the cut reads).
+  const walk = (): Knex.QueryBuilder => {
     let builder: Knex.QueryBuilder;
     if (driver.kind === 'labels') {
-      builder = knex({ labels: 'cloud_resource_labels' })
-        .join({ resource: query.table }, 'resource.id', 'labels.resource_id')
-        .where({ 'labels.resource_table': query.table, 'labels.parent_id': query.parentId, 'labels.key': driver.key });
-      if (driver.value !== undefined) builder.where('labels.value', driver.value);
+      builder = knex({ walked: 'cloud_resource_labels' }).where({
+        'walked.resource_table': query.table,
+        'walked.parent_id': query.parentId,
+        'walked.key': driver.key,
+      });
+      if (driver.value !== undefined) builder.where('walked.value', driver.value);
     } else {
-      builder = knex({ resource: query.table }).where('resource.parent_id', query.parentId);
-      if (driver.kind === 'state') builder.whereRaw(`(resource.doc #>> '{status,state}') = ?`, [driver.state]);
+      builder = narrowResources(knex({ walked: query.table }).where('walked.parent_id', query.parentId), 'walked');
+      if (driver.kind === 'state') builder.whereRaw(`(walked.doc #>> '{status,state}') = ?`, [driver.state]);
     }
-    if (query.afterSeq !== undefined) builder.where(seq, '>', query.afterSeq);
-    for (const [column, value] of Object.entries(query.where ?? {})) builder.where(`resource.${column}`, value);
-    if (query.ids !== undefined) builder.whereIn('resource.id', [...query.ids]);
-    return builder.orderBy(seq);
+    if (query.afterSeq !== undefined) builder.where('walked.seq', '>', query.afterSeq);
+    return builder.orderBy('walked.seq');
   };
-  const scanned = candidates()
-    .select([...query.columns.map((column) => `resource.${column}`), 'resource.doc'])
-    .limit(query.scanRows);
+  const columns = query.columns.filter((column) => column !== 'seq');
+  let scanned: Knex.QueryBuilder;
+  if (driver.kind === 'labels') {
+    // Each label row fetches its resource by id, in the label rows' order: a page reads as many
+    // label entries and resources as it needs, never the label's every row (a hash join would).
+    const labels = walk().select({ seq: 'walked.seq', resource_id: 'walked.resource_id' }).limit(query.scanRows);
+    // LIMIT 1 (ids are unique) keeps the planner from turning the per-row lookup into a join of all rows.
+    const resource = narrowResources(
+      knex({ resource: query.table })
+        .select([...columns, 'doc'])
+        .whereRaw('resource.id = labels.resource_id'),
+      'resource',
+    )
+      .limit(1)
+      .toSQL();
+    scanned = knex
+      .from(labels.as('labels'))
+      .joinRaw(`CROSS JOIN LATERAL (${resource.sql}) AS resource`, [...resource.bindings])
+      .select(['labels.seq', ...columns.map((column) => `resource.${column}`), 'resource.doc'])
+      .orderBy('labels.seq');
+  } else {
+    scanned = walk()
+      .select(['walked.seq', ...columns.map((column) => `walked.${column}`), 'walked.doc'])
+      .limit(query.scanRows);
+  }
   const matching = knex.from(scanned.as('candidates')).select(query.columns.map((column) => `candidates.${column}`));
   if (query.filter !== undefined) {
     const predicate = filterSql(query.filter, 'candidates.doc');
@@ -195,8 +222,8 @@ export async function filteredList(knex: Knex, query: FilteredListQuery): Promis
   }
   const rows = (await matching.orderBy('candidates.seq').limit(query.limit)) as Array<Record<string, unknown>>;
   if (rows.length >= query.limit) return { rows, resumeAfter: undefined };
-  const cut = (await candidates()
-    .select({ seq })
+  const cut = (await walk()
+    .select({ seq: 'walked.seq' })
     .offset(query.scanRows - 1)
     .limit(1)
     .first()) as { seq: string | number } | undefined;

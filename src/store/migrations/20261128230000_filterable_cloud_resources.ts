@@ -53,8 +53,8 @@ export async function up(knex: Knex): Promise<void> {
     table.text('resource_id').notNullable();
     table.primary(['resource_table', 'resource_id', 'key']);
   });
-  await knex.raw('CREATE INDEX cloud_resource_labels_value ON cloud_resource_labels (resource_table, parent_id, key, value, seq)');
-  await knex.raw('CREATE INDEX cloud_resource_labels_key ON cloud_resource_labels (resource_table, parent_id, key, seq)');
+  await knex.raw('CREATE INDEX cloud_resource_labels_value ON cloud_resource_labels (resource_table, parent_id, key, value, seq) INCLUDE (resource_id)');
+  await knex.raw('CREATE INDEX cloud_resource_labels_key ON cloud_resource_labels (resource_table, parent_id, key, seq) INCLUDE (resource_id)');
   await knex.raw(`
     CREATE FUNCTION cloud_resource_labels_sync() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
