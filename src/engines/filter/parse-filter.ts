@@ -133,18 +133,23 @@ class Reader {
   }
 
   private expression(): SyntaxTree {
-    const terms = [this.sequence()];
+    return this.chain('AND', () => this.sequence());
+  }
+
+  /** `read {keyword read}`: the terms of one AND (an expression) or one OR (a factor). */
+  private chain(keyword: 'AND' | 'OR', read: () => SyntaxTree): SyntaxTree {
+    const terms = [read()];
     for (;;) {
       const mark = this.at;
       this.skipSpace();
-      if (!this.keyword('AND')) {
+      if (!this.keyword(keyword)) {
         this.at = mark;
         break;
       }
-      if (!this.skipSpace() && this.text[this.at] !== '(') this.fail('a space after AND');
-      terms.push(this.sequence());
+      if (!this.skipSpace() && this.text[this.at] !== '(') this.fail(`a space after ${keyword}`);
+      terms.push(read());
     }
-    return joined('and', terms);
+    return joined(keyword === 'AND' ? 'and' : 'or', terms);
   }
 
   private sequence(): SyntaxTree {
@@ -171,18 +176,7 @@ class Reader {
   }
 
   private factor(): SyntaxTree {
-    const terms = [this.term()];
-    for (;;) {
-      const mark = this.at;
-      this.skipSpace();
-      if (!this.keyword('OR')) {
-        this.at = mark;
-        break;
-      }
-      if (!this.skipSpace() && this.text[this.at] !== '(') this.fail('a space after OR');
-      terms.push(this.term());
-    }
-    return joined('or', terms);
+    return this.chain('OR', () => this.term());
   }
 
   private term(): SyntaxTree {
