@@ -85,7 +85,7 @@ function conditionSql(condition: FilterCondition, column: string): Sql {
 }
 
 /** The whole filter as one SQL predicate over the JSON column `column`; values only as bindings. */
-export function filterSql(filter: Filter, column: string): Sql {
+function filterSql(filter: Filter, column: string): Sql {
   switch (filter.kind) {
     case 'and':
     case 'or': {

@@ -1,4 +1,4 @@
-export { FilterError, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_RESTRICTIONS, parseFilter, type Comparator, type SyntaxTree } from './parse-filter.js';
+export { FilterError, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_RESTRICTIONS } from './parse-filter.js';
 export {
   compileFilter,
   requiredConditions,
