@@ -171,6 +171,27 @@ const READS: Read[] = [
     name: 'InstanceService.List',
     prepare: async (fixture) => () => connect('cloud.compute.v1.InstanceService', 'List', fixture.adminToken, { parentId: fixture.hotProject, pageSize: 20 }),
   },
+  // Filtered Lists (docs/cloud-api.md, "List filters"): 1 instance in 10 has env=prod and 1 in 7 is
+  // stopped (project 1 holds 5 and 7 of its 50), 1 project in 100 is tier=gold (of the tenant's
+  // size/50 projects: 200 at 10^4, 20,000 at 10^6), each page served by its index.
+  {
+    name: 'InstanceService.List filter labels',
+    prepare: async (fixture) => () =>
+      connect('cloud.compute.v1.InstanceService', 'List', fixture.adminToken, { parentId: fixture.hotProject, pageSize: 20, filter: 'labels.env = "prod"' }),
+  },
+  {
+    name: 'InstanceService.List filter state',
+    prepare: async (fixture) => () =>
+      connect('cloud.compute.v1.InstanceService', 'List', fixture.adminToken, {
+        parentId: fixture.hotProject,
+        pageSize: 20,
+        filter: 'status.state = STATE_STOPPED',
+      }),
+  },
+  {
+    name: 'ProjectService.List filter labels',
+    prepare: async (fixture) => () => connect('cloud.iam.v1.ProjectService', 'List', fixture.adminToken, { pageSize: 20, filter: 'labels.tier = gold' }),
+  },
   {
     name: 'InstanceService.ListOperationsByParent',
     prepare: async (fixture) => () =>
@@ -292,6 +313,11 @@ const TABLES: Table[] = [
       id: sqlProjectId('i'),
       name: `'scale-p' || lpad(i::text, 10, '0')`,
       data: overlay(overlay('tpl.data', sqlProjectId('i'), t.projectData.id), `'scale-p' || lpad(i::text, 10, '0')`, t.projectData.name),
+      doc: jsonSet('tpl.doc', {
+        '{metadata,id}': `to_jsonb(${sqlProjectId('i')})`,
+        '{metadata,name}': `to_jsonb('scale-p' || lpad(i::text, 10, '0'))`,
+        '{metadata,labels}': `CASE WHEN i % 100 = 0 THEN '{"tier": "gold"}'::jsonb ELSE '{"tier": "bronze"}'::jsonb END`,
+      }),
     }),
   },
   {
@@ -306,6 +332,14 @@ const TABLES: Table[] = [
         parent_id: parent,
         name,
         data: overlay(overlay(overlay('tpl.data', sqlInstanceId('i'), t.instanceData.id), parent, t.instanceData.parent), name, t.instanceData.name),
+        // The filters' copy (`doc`, JSON): the same ids, and the labels and states the filtered reads look for.
+        doc: jsonSet('tpl.doc', {
+          '{metadata,id}': `to_jsonb(${sqlInstanceId('i')})`,
+          '{metadata,parentId}': `to_jsonb(${parent})`,
+          '{metadata,name}': `to_jsonb(${name})`,
+          '{metadata,labels}': `CASE WHEN i % 10 = 0 THEN '{"env": "prod"}'::jsonb ELSE '{"env": "dev"}'::jsonb END`,
+          '{status,state}': `CASE WHEN i % 7 = 0 THEN '"STATE_STOPPED"'::jsonb ELSE tpl.doc #> '{status,state}' END`,
+        }),
       };
     },
   },
@@ -338,6 +372,11 @@ const TABLES: Table[] = [
     }),
   },
 ];
+
+/** `jsonb_set` of each path (a text[] literal) to its SQL expression, in turn. */
+function jsonSet(json: string, values: Record<string, string>): string {
+  return Object.entries(values).reduce((inner, [path, value]) => `jsonb_set(${inner}, '${path}', ${value})`, json);
+}
 
 function overlay(bytes: string, text: string, offset: number): string {
   return `overlay(${bytes} placing convert_to(${text}, 'UTF8') from ${offset})`;
@@ -403,6 +442,9 @@ async function checkShapes(knex: Knex, templates: Templates): Promise<void> {
   const { metadata } = fromBinary(InstanceSchema, bytesOf(instance.data));
   if (!metadata || metadata.id !== instance.id || metadata.parentId !== instance.parent_id || metadata.name !== instance.name)
     throw new Error(`compute_instances: loaded data decodes to ${JSON.stringify(metadata)}, not its own row`);
+  const doc = instance.doc as { metadata?: { id?: string; parentId?: string; name?: string } } | null;
+  if (doc?.metadata?.id !== instance.id || doc.metadata.parentId !== instance.parent_id || doc.metadata.name !== instance.name)
+    throw new Error(`compute_instances: loaded doc names ${JSON.stringify(doc?.metadata)}, not its own row`);
   const project = await decoded('iam_projects', 1);
   const projectMetadata = fromBinary(ProjectSchema, bytesOf(project.data)).metadata;
   if (!projectMetadata || projectMetadata.id !== project.id || projectMetadata.name !== project.name)

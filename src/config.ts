@@ -81,6 +81,8 @@ export interface Config {
   operationPollMs: number;
   /** Instances per project. */
   quotaInstancesPerProject: number;
+  /** Rows one filtered cloud List page may examine; a page that reaches it answers short, with a next_page_token. */
+  listFilterScanRows: number;
   /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
   apiDomain: string | undefined;
   /** Largest RPC message read or written (after decompression), on every RPC protocol. */
@@ -218,6 +220,7 @@ export function loadConfig(env: Env = process.env): Config {
     operationLeaseMs: integer(env, 'OPERATION_LEASE_MS', 30_000, 100, 3_600_000),
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
+    listFilterScanRows: integer(env, 'LIST_FILTER_SCAN_ROWS', 10_000, 1, 1_000_000),
     apiDomain: apiDomain(env),
     rpcMaxMessageBytes: integer(env, 'RPC_MAX_MESSAGE_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     // --- IAM ---

@@ -1,5 +1,6 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { resourceDocument } from '../../src/store/resource-document.js';
 import type { Knex } from 'knex';
 import { ProjectSchema } from '../../generated/proto/cloud/iam/v1/project_pb.js';
 
@@ -18,7 +19,14 @@ export async function seedProjects(knex: Knex, ids: readonly string[]): Promise<
       status: { active: true },
     });
     await knex('iam_projects')
-      .insert({ id, parent_id: tenant.id, name: id, resource_version: 1, data: Buffer.from(toBinary(ProjectSchema, project)) })
+      .insert({
+        id,
+        parent_id: tenant.id,
+        name: id,
+        resource_version: 1,
+        data: Buffer.from(toBinary(ProjectSchema, project)),
+        doc: resourceDocument(ProjectSchema, project),
+      })
       .onConflict('id')
       .ignore();
   }

@@ -100,7 +100,11 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     intervalMs: Math.min(60_000, config.operationRetentionSeconds * 250),
     onError: (error, context) => logger.error({ err: error, context }, 'operation sweep failed'),
   });
-  const instances = new InstanceService(db.knex, operations, { quotaPerProject: config.quotaInstancesPerProject, parentExists: options.parentExists });
+  const instances = new InstanceService(db.knex, operations, {
+    quotaPerProject: config.quotaInstancesPerProject,
+    parentExists: options.parentExists,
+    listScanRows: config.listFilterScanRows,
+  });
   Object.assign(handlers, instances.workHandlers());
   const keys = new IdempotencyKeys(db.knex);
   const authPolicies = new Map<string, AuthPolicy>();

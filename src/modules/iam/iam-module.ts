@@ -50,10 +50,10 @@ export interface IamModule extends ServerModule {
 export async function iamModule(ctx: ModuleContext, options: { users: UserService; operations: Operations }): Promise<IamModule> {
   const { db, tokens, config, logger } = ctx;
   const { operations } = options;
-  const projects = new ProjectService(db.knex, operations);
+  const projects = new ProjectService(db.knex, operations, config.listFilterScanRows);
   await projects.ensureTenant();
-  const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx));
-  const keys = new PublicKeyService(db.knex, operations, serviceAccounts);
+  const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx), config.listFilterScanRows);
+  const keys = new PublicKeyService(db.knex, operations, serviceAccounts, config.listFilterScanRows);
   const profiles = new ProfileService(options.users, serviceAccounts);
   const exchange = new TokenExchange(
     tokens,

@@ -10,8 +10,10 @@ import { okStatus, type Operations, type RecordedHeaders } from '../../engines/o
 import { printResetMask, type ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import type { ResourceRepository, ResourceRow } from '../../store/repositories/resource-repository.js';
+import { resourceDocument } from '../../store/resource-document.js';
 import { onUniqueViolation } from '../../store/unique-violation.js';
-import { decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
+import { filteredScope, listFilter } from './list-filter.js';
+import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
 import { replaceWithResetMask } from './resource-update.js';
 
 /** A resource with the cloud API's `{metadata, spec, status}` shape. */
@@ -72,6 +74,8 @@ export interface NamedResourceKind<T extends NamedResource> {
   oneOperationAtATime?: boolean;
   /** Refuses a delete that would orphan something (a project with accounts or instances). */
   beforeDelete?(row: ResourceRow, trx: Knex): Promise<void>;
+  /** At most this many rows examined per filtered List page (LIST_FILTER_SCAN_ROWS). */
+  listScanRows: number;
 }
 
 /** The outcome of a change to a stored resource: its next state (saved) or its removal, and the operation. */
@@ -124,22 +128,32 @@ export class NamedResources<T extends NamedResource> {
   }
 
   /**
-   * One page of a parent's resources. When resources are their own read scope (projects), a
-   * service account's list holds only what it may read (its own project) instead of failing.
+   * One page of a parent's resources, those matching `filter` when one is given (docs/cloud-api.md,
+   * "List filters"). When resources are their own read scope (projects), a service account's list
+   * holds only what it may read (its own project) instead of failing.
    */
   async list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<T>> {
     requireFields({ parent_id: request.parentId });
-    if (request.filter.trim() !== '') {
-      throw new AppError('invalid_argument', 'filter is not supported yet; leave it empty', { violations: [{ field: 'filter', message: 'is not supported' }] });
-    }
+    const filter = listFilter(request.filter, this.kind.schema);
     const size = pageSize(request.pageSize);
-    const scope = this.kind.pageScope?.(request.parentId) ?? `${this.kind.idPrefix}:${request.parentId}`;
+    const scope = filteredScope(this.kind.pageScope?.(request.parentId) ?? `${this.kind.idPrefix}:${request.parentId}`, request.filter);
     const after = decodePageToken(scope, request.pageToken);
     let only: string[] | undefined;
     if (this.kind.readScope === 'parent') authorize(principal, 'read', request.parentId);
     else if (principal.kind === 'service-account') only = [principal.projectId];
-    const rows = await this.repository.list(request.parentId, after, size + 1, this.knex, only);
-    return pageFrom(rows, size, scope, (row) => this.decode(row));
+    if (filter === undefined) {
+      const rows = await this.repository.list(request.parentId, after, size + 1, this.knex, only);
+      return pageFrom(rows, size, scope, (row) => this.decode(row));
+    }
+    const { rows, resumeAfter } = await this.repository.listFiltered({
+      parentId: request.parentId,
+      afterSeq: after,
+      limit: size + 1,
+      filter,
+      scanRows: this.kind.listScanRows,
+      ...(only === undefined ? {} : { ids: only }),
+    });
+    return boundedPageFrom(rows, size, scope, (row) => this.decode(row), resumeAfter);
   }
 
   /** Creates the resource and starts (or records) its operation in one transaction. */
@@ -169,7 +183,10 @@ export class NamedResources<T extends NamedResource> {
       } as MessageInitShape<GenMessage<T>>;
       const resource = create(this.kind.schema, init);
       await this.repository
-        .insert({ id, parent_id: parentId, name, resource_version: 1, data: toBinary(this.kind.schema, resource) }, trx)
+        .insert(
+          { id, parent_id: parentId, name, resource_version: 1, data: toBinary(this.kind.schema, resource), doc: resourceDocument(this.kind.schema, resource) },
+          trx,
+        )
         .catch(onUniqueViolation(() => this.nameTaken(name, parentId, '')));
       return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId }, operation);
     });
@@ -257,7 +274,13 @@ export class NamedResources<T extends NamedResource> {
     if (!metadata) throw new Error(`a ${this.kind.label} without metadata`);
     bumpVersion(metadata);
     await this.repository.update(
-      { id: metadata.id, name: metadata.name, resource_version: Number(metadata.resourceVersion), data: toBinary(this.kind.schema, resource) },
+      {
+        id: metadata.id,
+        name: metadata.name,
+        resource_version: Number(metadata.resourceVersion),
+        data: toBinary(this.kind.schema, resource),
+        doc: resourceDocument(this.kind.schema, resource),
+      },
       trx,
     );
   }

@@ -57,3 +57,20 @@ export function pageFrom<Row extends { seq: number }, Item>(rows: Row[], size: n
     nextPageToken: rows.length > size && last ? encodePageToken(scope, last.seq) : '',
   };
 }
+
+/**
+ * The page of a filtered keyset query (src/store/filtered-list.ts): as pageFrom, and when the
+ * query stopped at its scan bound (`resumeAfter`, the `seq` of the last row it examined) a short
+ * page still carries a token that resumes after that row.
+ */
+export function boundedPageFrom<Row extends { seq: number }, Item>(
+  rows: Row[],
+  size: number,
+  scope: string,
+  toItem: (row: Row) => Item,
+  resumeAfter: number | undefined,
+): Page<Item> {
+  const page = pageFrom(rows, size, scope, toItem);
+  if (page.nextPageToken !== '' || resumeAfter === undefined) return page;
+  return { ...page, nextPageToken: encodePageToken(scope, resumeAfter) };
+}

@@ -24,6 +24,7 @@ import { authorize, type Principal } from '../../auth/principal.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { packOperationRequest, type Operations, type RecordedHeaders, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
+import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import { NamedResources, PROJECT_ID_PATTERN, requireFields, type ParentCheck } from '../cloud/named-resources.js';
 import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
@@ -37,6 +38,8 @@ const wellFormedProjectId: ParentCheck = async (parentId) => PROJECT_ID_PATTERN.
 export interface InstanceServiceOptions {
   quotaPerProject: number;
   parentExists?: ParentCheck;
+  /** At most this many rows examined per filtered List page (default DEFAULT_LIST_SCAN_ROWS). */
+  listScanRows?: number;
 }
 
 const WORK = {
@@ -65,6 +68,7 @@ export class InstanceService {
       schema: InstanceSchema,
       service: COMPUTE_SERVICE,
       idPrefix: 'instance',
+      listScanRows: options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS,
       label: 'instance',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,

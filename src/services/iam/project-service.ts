@@ -14,6 +14,8 @@ import { AppError } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
 import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
+import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
+import { resourceDocument } from '../../store/resource-document.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import { TenantRepository } from '../../store/repositories/tenant-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
@@ -40,6 +42,8 @@ export class ProjectService {
   constructor(
     private readonly knex: Knex,
     operations: Operations,
+    /** At most this many rows examined per filtered List page. */
+    listScanRows = DEFAULT_LIST_SCAN_ROWS,
   ) {
     this.tenants = new TenantRepository(knex);
     const repository = new ResourceRepository(knex, 'iam_projects');
@@ -49,6 +53,7 @@ export class ProjectService {
       schema: ProjectSchema,
       service: IAM_SERVICE,
       idPrefix: 'project',
+      listScanRows,
       label: 'project',
       parentLabel: 'tenant',
       parentIdPattern: TENANT_ID_PATTERN,
@@ -92,7 +97,14 @@ export class ProjectService {
           status: { active: true },
         });
         await this.resources.repository.insert(
-          { id, parent_id: candidate, name: DEFAULT_PROJECT_NAME, resource_version: 1, data: toBinary(ProjectSchema, project) },
+          {
+            id,
+            parent_id: candidate,
+            name: DEFAULT_PROJECT_NAME,
+            resource_version: 1,
+            data: toBinary(ProjectSchema, project),
+            doc: resourceDocument(ProjectSchema, project),
+          },
           trx,
         );
       }

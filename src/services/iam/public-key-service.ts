@@ -26,7 +26,11 @@ import { packOperationRequest, setPendingAnswer, type Operations, type RecordedH
 import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
+import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
+import { resourceDocument } from '../../store/resource-document.js';
 import { onUniqueViolation } from '../../store/unique-violation.js';
+import { requiredConditions } from '../../engines/filter/index.js';
+import { filteredScope, listFilter } from '../cloud/list-filter.js';
 import {
   beginOperation,
   bumpVersion,
@@ -36,7 +40,7 @@ import {
   requireFields,
   type OperationInput,
 } from '../cloud/named-resources.js';
-import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
+import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
 import { IAM_SERVICE } from './project-service.js';
 import type { ServiceAccountService } from './service-account-service.js';
 
@@ -99,6 +103,8 @@ export class PublicKeyService {
     private readonly knex: Knex,
     private readonly operations: Operations,
     private readonly accounts: ServiceAccountService,
+    /** At most this many rows examined per filtered List page. */
+    private readonly listScanRows = DEFAULT_LIST_SCAN_ROWS,
   ) {
     this.keys = new PublicKeyRepository(knex);
   }
@@ -111,21 +117,40 @@ export class PublicKeyService {
     return decode(row);
   }
 
-  /** A project's keys; `filter` may narrow them to one account: `service_account_id = "<id>"`. */
+  /**
+   * A project's keys, those matching `filter` when one is given (docs/cloud-api.md, "List filters");
+   * `service_account_id = "<id>"` (the one filter of earlier releases, now a spelling of
+   * `spec.service_account_id`) narrows the walk to that account's keys.
+   */
   async list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<AuthPublicKey>> {
     requireFields({ parent_id: request.parentId });
-    let serviceAccountId: string | undefined;
-    if (request.filter.trim() !== '') {
-      const match = FILTER.exec(request.filter);
-      if (!match) throw invalid([{ field: 'filter', message: 'only service_account_id = "<id>" is supported' }]);
-      serviceAccountId = match[1];
-    }
+    const filter = listFilter(request.filter, AuthPublicKeySchema, { aliases: { service_account_id: 'spec.service_account_id' } });
+    const account = requiredConditions(filter).find(
+      (condition) => condition.kind === 'compare' && condition.operator === '=' && condition.path.join('.') === 'spec.serviceAccountId',
+    );
+    const serviceAccountId = account?.kind === 'compare' ? String(account.value) : undefined;
     const size = pageSize(request.pageSize);
-    const scope = `publickey:${request.parentId}:${serviceAccountId ?? ''}`;
+    // The scope of the one filter of earlier releases stays what it was, so its issued tokens stay valid.
+    const legacy = filter !== undefined && FILTER.test(request.filter);
+    const scope =
+      legacy || filter === undefined
+        ? `publickey:${request.parentId}:${serviceAccountId ?? ''}`
+        : filteredScope(`publickey:${request.parentId}:`, request.filter);
     const after = decodePageToken(scope, request.pageToken);
     authorize(principal, 'read', request.parentId);
-    const rows = await this.keys.list(request.parentId, serviceAccountId, after, size + 1);
-    return pageFrom(rows, size, scope, decode);
+    if (filter === undefined || legacy) {
+      const rows = await this.keys.list(request.parentId, serviceAccountId, after, size + 1);
+      return pageFrom(rows, size, scope, decode);
+    }
+    const { rows, resumeAfter } = await this.keys.listFiltered({
+      parentId: request.parentId,
+      serviceAccountId,
+      afterSeq: after,
+      limit: size + 1,
+      filter,
+      scanRows: this.listScanRows,
+    });
+    return boundedPageFrom(rows, size, scope, decode, resumeAfter);
   }
 
   /** Stores an uploaded public key (the caller keeps the private key). */
@@ -228,7 +253,16 @@ export class PublicKeyService {
       key.status ??= create(AuthPublicKeyStatusSchema);
       key.status.active = active;
       if (key.metadata) bumpVersion(key.metadata);
-      await this.keys.update({ id, active, resource_version: Number(key.metadata?.resourceVersion ?? 0n), data: toBinary(AuthPublicKeySchema, key) }, trx);
+      await this.keys.update(
+        {
+          id,
+          active,
+          resource_version: Number(key.metadata?.resourceVersion ?? 0n),
+          data: toBinary(AuthPublicKeySchema, key),
+          doc: resourceDocument(AuthPublicKeySchema, key),
+        },
+        trx,
+      );
       return this.finished(trx, principal, row, { description: active ? 'Activate public key' : 'Deactivate public key', request, headers });
     });
   }
@@ -280,6 +314,7 @@ export class PublicKeyService {
             public_key_pem: input.parsed.pem,
             resource_version: 1,
             data: toBinary(AuthPublicKeySchema, key),
+            doc: resourceDocument(AuthPublicKeySchema, key),
           },
           trx,
         )

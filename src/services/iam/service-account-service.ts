@@ -11,6 +11,7 @@ import {
 import type { Principal } from '../../auth/principal.js';
 import { packOperationRequest, type Operations } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
+import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { NamedResources, PROJECT_ID_PATTERN, type ParentCheck } from '../cloud/named-resources.js';
@@ -30,11 +31,14 @@ export class ServiceAccountService {
     private readonly knex: Knex,
     operations: Operations,
     projectExists: ParentCheck,
+    /** At most this many rows examined per filtered List page. */
+    listScanRows = DEFAULT_LIST_SCAN_ROWS,
   ) {
     this.resources = new NamedResources(knex, operations, {
       schema: ServiceAccountSchema,
       service: IAM_SERVICE,
       idPrefix: 'serviceaccount',
+      listScanRows,
       label: 'service account',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,

@@ -14,6 +14,7 @@ import * as boundedOperationLookups from './20261126130000_bounded_operation_loo
 import * as addWebhookRouteOptions from './20261126120000_add_webhook_route_options.js';
 import * as idempotencyAnswers from './20261128230000_idempotency_answers.js';
 import * as createSetupCodes from './20261128230100_create_setup_codes.js';
+import * as filterableCloudResources from './20261128230200_filterable_cloud_resources.js';
 import * as addWebhookRequestProxyChain from './20261128233000_add_webhook_request_proxy_chain.js';
 
 interface Migration {
@@ -41,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126120000_add_webhook_route_options': addWebhookRouteOptions,
   '20261128230000_idempotency_answers': idempotencyAnswers,
   '20261128230100_create_setup_codes': createSetupCodes,
+  '20261128230200_filterable_cloud_resources': filterableCloudResources,
   '20261128233000_add_webhook_request_proxy_chain': addWebhookRequestProxyChain,
 };
 

@@ -1,4 +1,7 @@
 import type { Knex } from 'knex';
+import type { Filter } from '../../engines/filter/index.js';
+import { filteredList, type FilteredRows } from '../filtered-list.js';
+import type { ResourceWrite } from './resource-repository.js';
 
 /** A stored service-account public key. */
 export interface PublicKeyRow {
@@ -53,14 +56,29 @@ export class PublicKeyRepository {
     return (await builder).map(normalize);
   }
 
-  async insert(row: Omit<PublicKeyRow, 'seq'>, trx: Knex = this.knex): Promise<void> {
+  /** A filtered page of a project's keys (src/store/filtered-list.ts), optionally of one service account. */
+  async listFiltered(
+    query: { parentId: string; serviceAccountId: string | undefined; afterSeq: number | undefined; limit: number; filter: Filter; scanRows: number },
+    trx: Knex = this.knex,
+  ): Promise<{ rows: PublicKeyRow[]; resumeAfter: FilteredRows['resumeAfter'] }> {
+    const { serviceAccountId, ...rest } = query;
+    const { rows, resumeAfter } = await filteredList(trx, {
+      ...rest,
+      table: 'iam_public_keys',
+      columns: COLUMNS,
+      ...(serviceAccountId === undefined ? {} : { where: { service_account_id: serviceAccountId } }),
+    });
+    return { rows: rows.map(normalize), resumeAfter };
+  }
+
+  async insert(row: ResourceWrite<Omit<PublicKeyRow, 'seq'>>, trx: Knex = this.knex): Promise<void> {
     await trx('iam_public_keys').insert({ ...row, data: Buffer.from(row.data) });
   }
 
-  async update(row: Pick<PublicKeyRow, 'id' | 'active' | 'resource_version' | 'data'>, trx: Knex = this.knex): Promise<void> {
+  async update(row: ResourceWrite<Pick<PublicKeyRow, 'id' | 'active' | 'resource_version' | 'data'>>, trx: Knex = this.knex): Promise<void> {
     await trx('iam_public_keys')
       .where({ id: row.id })
-      .update({ active: row.active, resource_version: row.resource_version, data: Buffer.from(row.data), updated_at: trx.fn.now() });
+      .update({ active: row.active, resource_version: row.resource_version, data: Buffer.from(row.data), doc: row.doc, updated_at: trx.fn.now() });
   }
 
   async delete(id: string, trx: Knex = this.knex): Promise<void> {

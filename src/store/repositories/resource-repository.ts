@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { Filter } from '../../engines/filter/index.js';
+import { filteredList, type FilteredRows } from '../filtered-list.js';
 import { pooledRead, type PooledStatement } from '../pooled-read.js';
 
 /** A stored resource (instance, project, service account): the protobuf message plus lookup columns. */
@@ -11,6 +13,9 @@ export interface ResourceRow {
   /** The whole resource message, protobuf binary. */
   data: Uint8Array;
 }
+
+/** What a write stores: the row and `doc`, the resource's JSON for filters (src/store/resource-document.ts). */
+export type ResourceWrite<Row> = Row & { doc: string };
 
 const COLUMNS = ['id', 'seq', 'parent_id', 'name', 'resource_version', 'data'] as const;
 
@@ -71,6 +76,18 @@ export class ResourceRepository {
   }
 
   /**
+   * One page of a parent's resources matching `filter`, examining at most `scanRows` of them
+   * (src/store/filtered-list.ts); `ids` narrows the list as in `list`.
+   */
+  async listFiltered(
+    query: { parentId: string; afterSeq: number | undefined; limit: number; filter: Filter; scanRows: number; ids?: readonly string[] },
+    trx: Knex = this.knex,
+  ): Promise<{ rows: ResourceRow[]; resumeAfter: FilteredRows['resumeAfter'] }> {
+    const { rows, resumeAfter } = await filteredList(trx, { ...query, table: this.table, columns: COLUMNS });
+    return { rows: rows.map(normalize), resumeAfter };
+  }
+
+  /**
    * How many resources the parent holds, counting no further than `atMost` when given: a quota
    * check reads at most `quota` index entries whatever the parent holds.
    */
@@ -86,14 +103,14 @@ export class ResourceRepository {
     await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`${this.table}:${parentId}`]);
   }
 
-  async insert(row: Omit<ResourceRow, 'seq'>, trx: Knex = this.knex): Promise<void> {
+  async insert(row: ResourceWrite<Omit<ResourceRow, 'seq'>>, trx: Knex = this.knex): Promise<void> {
     await trx(this.table).insert({ ...row, data: Buffer.from(row.data) });
   }
 
-  async update(row: Omit<ResourceRow, 'seq' | 'parent_id'>, trx: Knex = this.knex): Promise<void> {
+  async update(row: ResourceWrite<Omit<ResourceRow, 'seq' | 'parent_id'>>, trx: Knex = this.knex): Promise<void> {
     await trx(this.table)
       .where({ id: row.id })
-      .update({ name: row.name, resource_version: row.resource_version, data: Buffer.from(row.data), updated_at: trx.fn.now() });
+      .update({ name: row.name, resource_version: row.resource_version, data: Buffer.from(row.data), doc: row.doc, updated_at: trx.fn.now() });
   }
 
   async delete(id: string, trx: Knex = this.knex): Promise<void> {

@@ -98,7 +98,7 @@ export type ListInstancesRequest = Message<"cloud.compute.v1.ListInstancesReques
   pageToken: string;
 
   /**
-   * A filter expression over the instances; empty returns all.
+   * An AIP-160 filter over the instances (e.g. `labels.env = "prod" AND status.state = STATE_RUNNING`); empty returns all.
    *
    * @generated from field: string filter = 4;
    */

@@ -70,7 +70,7 @@ export type ListAuthPublicKeysRequest = Message<"cloud.iam.v1.ListAuthPublicKeys
   pageToken: string;
 
   /**
-   * A filter expression; only `service_account_id = "<id>"` is supported (empty returns all).
+   * An AIP-160 filter over the keys (e.g. `service_account_id = "<id>" AND status.active = true`); empty returns all.
    *
    * @generated from field: string filter = 4;
    */

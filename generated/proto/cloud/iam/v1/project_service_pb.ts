@@ -96,7 +96,7 @@ export type ListProjectsRequest = Message<"cloud.iam.v1.ListProjectsRequest"> & 
   pageToken: string;
 
   /**
-   * A filter expression over the projects; not supported yet, MUST be empty.
+   * An AIP-160 filter over the projects (e.g. `labels.tier = "gold"`); empty returns all.
    *
    * @generated from field: string filter = 4;
    */

@@ -96,7 +96,7 @@ export type ListServiceAccountsRequest = Message<"cloud.iam.v1.ListServiceAccoun
   pageToken: string;
 
   /**
-   * A filter expression over the service accounts; not supported yet, MUST be empty.
+   * An AIP-160 filter over the service accounts (e.g. `labels:team AND status.active = true`); empty returns all.
    *
    * @generated from field: string filter = 4;
    */
