@@ -81,7 +81,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const { modules, users } = await buildModules(context);
   // One line per condition: a check another part needs (the schema's) is added the same way.
   const readiness = new Readiness();
-  for (const check of storeChecks(db)) readiness.add(check);
+  const storeHealth = storeChecks(db);
+  for (const check of storeHealth.checks) readiness.add(check);
   modules.push(grpcHealthModule({ readiness }));
   if (db.maintenance) {
     // PGlite has no autovacuum: the server keeps the planner's statistics itself.
@@ -333,6 +334,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
         for (const module of modules) module.drain?.();
         await closed;
         for (const module of modules) await module.stop?.();
+        storeHealth.detach();
         await db.close();
       })();
       return closing;

@@ -1,6 +1,5 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
-import { constants as http2Constants } from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Http2Guard } from './http2-guard.js';
@@ -214,7 +213,7 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     if (connection && connection.maxAgeMs > 0) {
       // gRPC A9 (MAX_CONNECTION_AGE): clients behind an L4 balancer reconnect, and may reach new replicas.
       aged = setTimeout(() => {
-        goAwayGracefully(session);
+        goAway(session);
         aged = setTimeout(() => session.destroy(), options.maxAgeGraceMs ?? 0);
         aged.unref();
       }, connection.maxAgeMs);
@@ -263,7 +262,7 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
           connection.latest.setHeader('connection', 'close');
         }
       }
-      for (const session of sessions) goAwayGracefully(session);
+      for (const session of sessions) goAway(session);
       const grace = setTimeout(() => {
         for (const session of sessions) session.destroy();
         for (const connection of connections) {
@@ -278,26 +277,16 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
   };
 }
 
-/** How long the graceful GOAWAY waits for the PING's answer before the final GOAWAY. */
-const GOAWAY_PING_WAIT_MS = 1000;
-
 /**
- * The two-step GOAWAY of gRPC A9 / RFC 9113 §6.8: first a GOAWAY with the highest stream id and a
- * PING, so streams the client opened before it heard are still served; once the PING is answered
- * (the client has read the GOAWAY), the final GOAWAY names the last stream served and the session
- * closes when its streams end. No call is refused for having raced the GOAWAY.
+ * GOAWAY naming the last stream served; the session closes once its open streams end (Node's
+ * `close()`). Not gRPC A9's two steps (a GOAWAY with the highest stream id and a PING, then the
+ * final one): Node's nghttp2 ignores every new stream once any GOAWAY is sent (it has no
+ * `nghttp2_submit_shutdown_notice`), so the first step would only make the client learn an RTT
+ * later which of its racing streams were not served. Those never ran; gRPC clients retry them
+ * transparently (docs/operations.md, Shutdown).
  */
-function goAwayGracefully(session: http2.ServerHttp2Session): void {
-  if (session.closed || session.destroyed) return;
-  session.goaway(http2Constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
-  let timer: NodeJS.Timeout | undefined;
-  const close = () => {
-    clearTimeout(timer);
-    if (!session.closed && !session.destroyed) session.close();
-  };
-  timer = setTimeout(close, GOAWAY_PING_WAIT_MS);
-  timer.unref();
-  if (!session.ping(close)) close();
+function goAway(session: http2.ServerHttp2Session): void {
+  if (!session.closed && !session.destroyed) session.close();
 }
 
 function addressKey(socket: net.Socket): string {

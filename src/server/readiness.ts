@@ -75,17 +75,19 @@ export interface StoreChecksOptions {
  * heartbeat. `storage` turns `full` when a statement fails for lack of space; while it is, each probe
  * re-checks with the store's one small write, so freed space shows at once.
  */
-export function storeChecks(db: Database, options: StoreChecksOptions = {}): ReadinessCheck[] {
+export function storeChecks(db: Database, options: StoreChecksOptions = {}): { checks: ReadinessCheck[]; detach(): void } {
   const freshMs = options.freshMs ?? 1000;
   const probeTimeoutMs = options.probeTimeoutMs ?? 1000;
   let answeredAt = performance.now();
   let storageFull = false;
-  db.knex.on('query-response', () => (answeredAt = performance.now()));
-  db.knex.on('query-error', (error: unknown) => {
+  const onAnswer = () => (answeredAt = performance.now());
+  const onError = (error: unknown) => {
     if (isStorageFull(error)) storageFull = true;
     // A statement refused for the connection's sake: the next probe asks instead of trusting older answers.
     else if (isDatabaseUnavailable(error)) answeredAt = -Infinity;
-  });
+  };
+  db.knex.on('query-response', onAnswer);
+  db.knex.on('query-error', onError);
 
   const probe = new SingleFlight(async () => {
     await db.knex.raw('select 1');
@@ -114,7 +116,14 @@ export function storeChecks(db: Database, options: StoreChecksOptions = {}): Rea
       return storageFull ? { ok: false, value: 'full', retryAfterSeconds: STORAGE_FULL_RETRY_AFTER_SECONDS } : OK;
     },
   };
-  return [database, listener, storage];
+  return {
+    checks: [database, listener, storage],
+    // Servers built in turn on one store (tests, peers) leave no listeners behind.
+    detach() {
+      db.knex.off('query-response', onAnswer);
+      db.knex.off('query-error', onError);
+    },
+  };
 }
 
 /**
