@@ -15,6 +15,11 @@ describe('loadConfig', () => {
       adminPassword: undefined,
       signInMaxFailures: 5,
       signInWindowSeconds: 300,
+      // Nothing routes to a single process: no delay, and connections are not aged out.
+      shutdownDelayMs: 0,
+      shutdownGraceMs: 10_000,
+      maxConnectionAgeMs: 0,
+      maxConnectionAgeGraceMs: 10_000,
     });
   });
 
@@ -65,6 +70,8 @@ describe('loadConfig', () => {
     ['a fractional SIGNIN_WINDOW_SECONDS', { given: { SIGNIN_WINDOW_SECONDS: '1.5' }, want: 'SIGNIN_WINDOW_SECONDS' }],
     ['a DATABASE_URL of another database', { given: { DATABASE_URL: 'mysql://root@localhost/app' }, want: 'DATABASE_URL' }],
     ['TLS_CERT without TLS_KEY', { given: { TLS_CERT: '/tmp/cert.pem' }, want: 'TLS_KEY' }],
+    ['a MAX_CONNECTION_AGE_MS under a second (but not 0, off)', { given: { MAX_CONNECTION_AGE_MS: '500' }, want: 'MAX_CONNECTION_AGE_MS' }],
+    ['a SHUTDOWN_DELAY_MS with a unit', { given: { SHUTDOWN_DELAY_MS: '5s' }, want: 'SHUTDOWN_DELAY_MS' }],
   ];
 
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {
