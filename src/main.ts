@@ -73,7 +73,11 @@ async function main(): Promise<void> {
     app.logger.info({ port, database: app.db.kind }, 'listening');
     let stopping = false;
     stop = (reason, exitCode) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second signal: skip what is left of SHUTDOWN_DELAY_MS (the drain itself still runs).
+        if (reason !== 'uncaughtException') void app.close();
+        return;
+      }
       stopping = true;
       app.logger.info({ reason }, 'shutting down');
       app.close().then(
@@ -101,7 +105,13 @@ async function startPrimary(config: Config, logger: Logger): Promise<void> {
   const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
   await prepareStore(config).catch(fail);
   clearTimeout(deadline);
-  const primary = runPrimary({ workers: config.workers, shutdownGraceMs: config.shutdownGraceMs, logger, onStopped: (code) => process.exit(code) });
+  const primary = runPrimary({
+    workers: config.workers,
+    shutdownDelayMs: config.shutdownDelayMs,
+    shutdownGraceMs: config.shutdownGraceMs,
+    logger,
+    onStopped: (code) => process.exit(code),
+  });
   process.on('SIGTERM', () => primary.stop('SIGTERM'));
   process.on('SIGINT', () => primary.stop('SIGINT'));
 }

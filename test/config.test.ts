@@ -17,6 +17,11 @@ describe('loadConfig', () => {
       signInWindowSeconds: 300,
       trustProxy: undefined,
       proxyProtocol: false,
+      // Nothing routes to a single process: no delay, and connections are not aged out.
+      shutdownDelayMs: 0,
+      shutdownGraceMs: 10_000,
+      maxConnectionAgeMs: 0,
+      maxConnectionAgeGraceMs: 10_000,
     });
   });
 
@@ -90,6 +95,8 @@ describe('loadConfig', () => {
       { given: { DATABASE_URL: 'postgres://a/b', DATABASE_POOL_MODE: 'transaction' }, want: 'DATABASE_LISTEN_URL' },
     ],
     ['a MIGRATION_LOCK_TIMEOUT_MS below 100', { given: { MIGRATION_LOCK_TIMEOUT_MS: '10' }, want: 'MIGRATION_LOCK_TIMEOUT_MS' }],
+    ['a MAX_CONNECTION_AGE_MS under a second (but not 0, off)', { given: { MAX_CONNECTION_AGE_MS: '500' }, want: 'MAX_CONNECTION_AGE_MS' }],
+    ['a SHUTDOWN_DELAY_MS with a unit', { given: { SHUTDOWN_DELAY_MS: '5s' }, want: 'SHUTDOWN_DELAY_MS' }],
   ];
 
   test('DATABASE_LISTEN_URL defaults to DATABASE_URL; the pool mode to session; the migration lock wait to 45 s', () => {

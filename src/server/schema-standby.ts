@@ -49,10 +49,8 @@ export async function waitForSchema(config: Config, database: Database, logger: 
   if (state.missing.length === 0) return undefined;
   const handle = (req: NodeRequest, res: NodeResponse) => answerNotReady(req, res, state);
   const server = createOnePortServer({
-    http1: http.createServer(
-      { keepAliveTimeout: config.keepAliveTimeoutMs, headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs },
-      handle,
-    ),
+    http1: http.createServer({ keepAliveTimeout: config.keepAliveTimeoutMs, headersTimeout: config.headersTimeoutMs, requestTimeout: config.requestTimeoutMs }),
+    serveHttp1: handle,
     http2: http2.createServer({}, handle),
     tls: config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert, 'utf8'), key: readFileSync(config.tlsKey, 'utf8') } : undefined,
     firstByteTimeoutMs: config.firstByteTimeoutMs,
