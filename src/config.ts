@@ -67,6 +67,8 @@ export interface Config {
   operationLeaseMs: number;
   /** How often idle workers look for due work from other processes (local work wakes them at once). */
   operationPollMs: number;
+  /** OperationService.Wait calls one process holds at once; more answer RESOURCE_EXHAUSTED. */
+  operationMaxWaiters: number;
   /** Instances per project. */
   quotaInstancesPerProject: number;
   /** When set, `<api_service_name>.<API_DOMAIN>` reaches only that service family. */
@@ -186,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
     operationRetentionSeconds: duration(env, 'OPERATION_RETENTION', 7 * 24 * 3600),
     operationLeaseMs: integer(env, 'OPERATION_LEASE_MS', 30_000, 100, 3_600_000),
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
+    operationMaxWaiters: integer(env, 'OPERATION_MAX_WAITERS', 10_000, 1, 1_000_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
     apiDomain: apiDomain(env),
     rpcMaxMessageBytes: integer(env, 'RPC_MAX_MESSAGE_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),

@@ -85,10 +85,16 @@ export function createAuthInterceptor(options: {
   };
 }
 
-/** Mutating methods are exactly those that return an Operation (contracts/proto/cloud). */
-function isMutatingMethod(output: DescMessage): boolean {
-  return output.typeName === OperationSchema.typeName;
+/**
+ * Mutating methods are those that return an Operation (contracts/proto/cloud), except
+ * OperationService's own: Get and Wait read one, and Cancel is idempotent by itself (cancelling
+ * twice answers the same), so none of them records an idempotency key.
+ */
+function isMutatingMethod(service: DescService, output: DescMessage): boolean {
+  return output.typeName === OperationSchema.typeName && service.typeName !== OPERATION_SERVICE;
 }
+
+const OPERATION_SERVICE = 'cloud.common.v1.OperationService';
 
 /** JSON with object keys sorted, so equal messages hash equally whatever their map order. */
 function stableStringify(value: JsonValue): string {
@@ -147,7 +153,7 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       return replay;
     };
     return (req) => {
-      if (req.stream || !isMutatingMethod(req.method.output)) return next(req);
+      if (req.stream || !isMutatingMethod(req.service, req.method.output)) return next(req);
       const key = req.header.get('x-idempotency-key');
       if (key === null) return next(req);
       return idempotent(req, key);
