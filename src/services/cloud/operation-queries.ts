@@ -14,10 +14,10 @@ export const WAIT_MAX_MS = 60_000;
 /** How long OperationService.Cancel waits for the holder of the work to stop it, before answering the operation still running. */
 export const CANCEL_WAIT_MS = 10_000;
 
-/** How long a call may still take: `timeoutMs`, within its deadline less a margin to read and answer the operation. */
+/** How long a call may still wait: `timeoutMs`, within its deadline less a margin (a quarter, at most 1 s) to read and answer the operation. */
 function withinDeadline(timeoutMs: number, deadlineMs: number | undefined): number {
   if (deadlineMs === undefined) return timeoutMs;
-  return Math.max(0, Math.min(timeoutMs, deadlineMs - Math.min(1000, deadlineMs / 10)));
+  return Math.max(0, Math.min(timeoutMs, deadlineMs - Math.min(1000, deadlineMs / 4)));
 }
 
 /** What a Wait or a Cancel call brings besides its request: its deadline and its abort. */
