@@ -42,6 +42,11 @@ export class OperationWaiters {
     return this.count;
   }
 
+  /** Whether one more wait would be refused. */
+  get full(): boolean {
+    return this.count >= this.options.maxWaiters;
+  }
+
   /** Registers a wait for `id` (before reading it); throws RESOURCE_EXHAUSTED when the process holds `maxWaiters` already. */
   add(id: string): WaitTicket {
     if (this.count >= this.options.maxWaiters) {

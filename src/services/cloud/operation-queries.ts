@@ -103,6 +103,9 @@ export class OperationQueries {
       });
     }
     if (outcome.kind === 'cancelled') return this.get(principal, id, services);
+    // Waiting for the holder is a courtesy: with every wait slot taken, the request stands and the
+    // operation is answered still running.
+    if (this.control.waiters.full) return this.get(principal, id, services);
     return this.waitFor(principal, id, services, withinDeadline(CANCEL_WAIT_MS, limits.deadlineMs), limits.signal);
   }
 
