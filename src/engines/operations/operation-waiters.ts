@@ -2,8 +2,8 @@ import { AppError } from '../../errors.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 
 export interface OperationWaitersOptions {
-  /** The completed operations among `ids` (one query for every waiter of those ids). */
-  loadFinished(ids: readonly string[]): Promise<OperationRow[]>;
+  /** The operations among `ids` that exist (one query for every waiter of those ids). */
+  load(ids: readonly string[]): Promise<OperationRow[]>;
   /** Waiters held at once by this process; one more is refused with RESOURCE_EXHAUSTED. */
   maxWaiters: number;
   onError?(error: unknown): void;
@@ -34,6 +34,8 @@ export interface WaitTicket {
 export class OperationWaiters {
   private readonly byId = new Map<string, Set<Waiter>>();
   private count = 0;
+  /** Reads asked for in this turn of the event loop, made together in the next one (see `read`). */
+  private batch: Map<string, Array<{ resolve(row: OperationRow | undefined): void; reject(error: unknown): void }>> | undefined;
 
   constructor(private readonly options: OperationWaitersOptions) {}
 
@@ -100,6 +102,37 @@ export class OperationWaiters {
     };
   }
 
+  /**
+   * Reads an operation for a waiter that registered already: the reads asked for within one turn of
+   * the event loop are made in one query at the next (`setImmediate`), so a burst of waiters costs a
+   * few queries, not one each. Each read starts after its caller registered, so a completion it does
+   * not see is announced to that caller.
+   */
+  read(id: string): Promise<OperationRow | undefined> {
+    if (!this.batch) {
+      const batch = new Map<string, Array<{ resolve(row: OperationRow | undefined): void; reject(error: unknown): void }>>();
+      this.batch = batch;
+      setImmediate(() => {
+        this.batch = undefined;
+        this.options.load([...batch.keys()]).then(
+          (rows) => {
+            const found = new Map(rows.map((row) => [row.id, row]));
+            for (const [key, callers] of batch) for (const caller of callers) caller.resolve(found.get(key));
+          },
+          (error: unknown) => {
+            for (const callers of batch.values()) for (const caller of callers) caller.reject(error);
+          },
+        );
+      });
+    }
+    const batch = this.batch;
+    return new Promise((resolve, reject) => {
+      const callers = batch.get(id) ?? [];
+      callers.push({ resolve, reject });
+      batch.set(id, callers);
+    });
+  }
+
   /** A payload of the operation events channel: `done:<id>` wakes that operation's waiters. */
   onEvent(payload: string): void {
     if (!payload.startsWith('done:')) return;
@@ -124,7 +157,7 @@ export class OperationWaiters {
   private async wake(ids: string[]): Promise<void> {
     let rows: OperationRow[];
     try {
-      rows = await this.options.loadFinished(ids);
+      rows = (await this.options.load(ids)).filter((row) => row.status !== null);
     } catch (error) {
       // The waiters answer the state they read themselves at their timeout.
       this.options.onError?.(error);

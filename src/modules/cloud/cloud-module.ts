@@ -108,7 +108,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   const keys = new IdempotencyKeys(db.knex);
   const authPolicies = new Map<string, AuthPolicy>();
   const waiters = new OperationWaiters({
-    loadFinished: (ids) => operations.repository.findFinished(ids),
+    load: (ids) => operations.repository.findByIds(ids),
     maxWaiters: config.operationMaxWaiters,
     onError: (error) => logger.error({ err: error }, 'reading completed operations for their waiters failed'),
   });

@@ -41,10 +41,7 @@ export class OperationQueries {
 
   async get(principal: Principal, id: string, services: readonly string[] | undefined): Promise<OperationRow> {
     requireFields({ id });
-    const row = await this.operations.get(id);
-    if (!row || (services !== undefined && !services.includes(row.service))) throw notFound(id);
-    authorize(principal, 'read', row.parent_id);
-    return row;
+    return visible(principal, id, await this.operations.get(id), services);
   }
 
   async list(
@@ -112,7 +109,7 @@ export class OperationQueries {
   private async waitFor(principal: Principal, id: string, services: readonly string[] | undefined, timeoutMs: number, signal: AbortSignal | undefined) {
     const ticket = this.control.waiters.add(id);
     try {
-      const row = await this.get(principal, id, services);
+      const row = visible(principal, id, await this.control.waiters.read(id), services);
       if (row.status || timeoutMs <= 0) return row;
       const done = await ticket.until(timeoutMs, signal);
       return done ?? (await this.operations.get(id)) ?? row;
@@ -127,6 +124,13 @@ const CANCELLED = 1;
 
 function statusCode(row: OperationRow): number {
   return row.status ? fromBinary(StatusSchema, row.status).code : 0;
+}
+
+/** The operation if the principal may read it on this endpoint; NOT_FOUND or PERMISSION_DENIED otherwise. */
+function visible(principal: Principal, id: string, row: OperationRow | undefined, services: readonly string[] | undefined): OperationRow {
+  if (!row || (services !== undefined && !services.includes(row.service))) throw notFound(id);
+  authorize(principal, 'read', row.parent_id);
+  return row;
 }
 
 function notFound(id: string): AppError {

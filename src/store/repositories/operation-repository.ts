@@ -209,14 +209,13 @@ export class OperationRepository {
       .update({ cancel_requested_at: trx.raw('coalesce(cancel_requested_at, now())') });
   }
 
-  /** The completed ones among `ids` (for waiters woken after missed notifications). */
-  async findFinished(ids: readonly string[], trx: Knex = this.knex): Promise<OperationRow[]> {
+  /** The operations among `ids` that exist, in one statement (the waiters of OperationService.Wait). */
+  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<OperationRow[]> {
     if (ids.length === 0) return [];
     return (
       await trx('operations')
         .select(COLUMNS)
         .whereIn('id', [...ids])
-        .whereNotNull('status')
     ).map(normalize);
   }
 
