@@ -8,11 +8,11 @@ import { requireFields } from './named-resources.js';
 import { decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
 
 /** OperationService.Wait without a timeout waits this long (docs/operations.md, "Wait"). */
-export const WAIT_DEFAULT_MS = 30_000;
+const WAIT_DEFAULT_MS = 30_000;
 /** The longest OperationService.Wait: a longer timeout is cut to it. */
-export const WAIT_MAX_MS = 60_000;
+const WAIT_MAX_MS = 60_000;
 /** How long OperationService.Cancel waits for the holder of the work to stop it, before answering the operation still running. */
-export const CANCEL_WAIT_MS = 10_000;
+const CANCEL_WAIT_MS = 10_000;
 
 /** How long a call may still wait: `timeoutMs`, within its deadline less a margin (a quarter, at most 1 s) to read and answer the operation. */
 function withinDeadline(timeoutMs: number, deadlineMs: number | undefined): number {
