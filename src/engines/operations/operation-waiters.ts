@@ -34,6 +34,8 @@ export interface WaitTicket {
 export class OperationWaiters {
   private readonly byId = new Map<string, Set<Waiter>>();
   private count = 0;
+  /** Set at shutdown: every wait, also one registered later, answers at once. */
+  private closed = false;
   /** Reads asked for in this turn of the event loop, made together in the next one (see `read`). */
   private batch: Map<string, Array<{ resolve(row: OperationRow | undefined): void; reject(error: unknown): void }>> | undefined;
 
@@ -59,7 +61,7 @@ export class OperationWaiters {
     }
     this.count++;
     let pending: ((row: OperationRow | undefined) => void) | undefined;
-    let early: { row: OperationRow | undefined } | undefined;
+    let early: { row: OperationRow | undefined } | undefined = this.closed ? { row: undefined } : undefined;
     const waiter: Waiter = {
       settle: (row) => {
         if (pending) pending(row);
@@ -149,8 +151,9 @@ export class OperationWaiters {
     if (ids.length > 0) void this.wake(ids);
   }
 
-  /** Shutdown: every waiter answers now (with the operation's current state). */
+  /** Shutdown: every waiter answers now (with the operation's current state), and so do later ones. */
   close(): void {
+    this.closed = true;
     for (const waiters of this.byId.values()) for (const waiter of waiters) waiter.settle(undefined);
   }
 

@@ -184,6 +184,11 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
       worker.start();
       sweeper.start();
     },
+    // A shutting-down server answers its waits at once (their current state), so they do not hold
+    // the drain for the grace period.
+    drain() {
+      waiters.close();
+    },
     async stop() {
       waiters.close();
       await sweeper.stop();
