@@ -22,7 +22,7 @@ let dir: string;
 let token: string;
 
 beforeAll(async () => {
-  server = await startServer({ ADMIN_USERNAME: ADMIN.name, ADMIN_PASSWORD: ADMIN.password, COMPUTE_WORK_MS: String(Math.min(budget(1000), 6000)) });
+  server = await startServer({ ADMIN_USERNAME: ADMIN.name, ADMIN_PASSWORD: ADMIN.password, COMPUTE_WORK_MS: '15000' });
   await seedProjects(server.app.db.knex, [PROJECT]);
   token = (await server.request('POST', '/api/auth', { body: ADMIN })).body.accessToken as string;
   dir = mkdtempSync(join(tmpdir(), 'cfs-ops-'));
