@@ -85,6 +85,8 @@ export interface Config {
   operationLeaseMs: number;
   /** How often idle workers look for due work from other processes (local work wakes them at once). */
   operationPollMs: number;
+  /** OperationService.Wait calls one process holds at once; more answer RESOURCE_EXHAUSTED. */
+  operationMaxWaiters: number;
   /** Instances per project. */
   quotaInstancesPerProject: number;
   /** Rows one filtered cloud List page may examine; a page that reaches it answers short, with a next_page_token. */
@@ -228,6 +230,7 @@ export function loadConfig(env: Env = process.env): Config {
     operationRetentionSeconds: duration(env, 'OPERATION_RETENTION', 7 * 24 * 3600),
     operationLeaseMs: integer(env, 'OPERATION_LEASE_MS', 30_000, 100, 3_600_000),
     operationPollMs: integer(env, 'OPERATION_POLL_MS', 1000, 10, 600_000),
+    operationMaxWaiters: integer(env, 'OPERATION_MAX_WAITERS', 10_000, 1, 1_000_000),
     quotaInstancesPerProject: integer(env, 'QUOTA_INSTANCES_PER_PROJECT', 100, 0, 1_000_000),
     listFilterScanRows: integer(env, 'LIST_FILTER_SCAN_ROWS', 10_000, 1, 1_000_000),
     apiDomain: apiDomain(env),

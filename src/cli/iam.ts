@@ -14,6 +14,7 @@ import { OperationError, ServiceAccountCredentials, parseServiceAccountKey, sign
 import { stringValue, type Command, type Values } from './command.js';
 import { EXIT, print, printMessage, UsageError } from './output.js';
 import { CLI_POLL_MS } from './resources.js';
+import { progressLine } from './progress.js';
 
 const COMMON = `Common options:
   --server URL     the server (env CFS_SERVER, else the profile's, default http://localhost:8080)
@@ -171,12 +172,14 @@ ${COMMON}`,
   },
   {
     words: ['operation', 'wait'],
-    summary: 'poll an operation until it is done and print it',
+    summary: 'wait for an operation to finish and print it',
     args: '<operation-id>',
     help: `Usage: cfs operation wait <operation-id> [--timeout SECONDS] [--token TOKEN]
 
-Polls OperationService.Get until the operation is done, prints it, and exits 0 when it
-succeeded, 1 when it failed (its status holds the error), 3 on timeout (default 300 s).
+Waits with OperationService.Wait (polling OperationService.Get against a server without it)
+until the operation is done, showing its progress on a terminal, prints it, and exits 0 when it
+succeeded, 1 when it failed or was cancelled (its status holds the error), 3 on timeout (default
+300 s).
 
 ${COMMON}`,
     options: { timeout: { type: 'string' } },
@@ -188,8 +191,10 @@ ${COMMON}`,
       if (!(timeoutMs > 0)) throw new UsageError('--timeout must be a positive number of seconds');
       const sdk = session.sdk();
       const operation = await createClient(OperationService, sdk.transport).get({ id });
+      const line = progressLine(process.stderr);
       try {
-        printMessage(session.format, OperationSchema, await sdk.wait(operation, { intervalMs: CLI_POLL_MS, timeoutMs }));
+        const done = await sdk.wait(operation, { intervalMs: CLI_POLL_MS, timeoutMs, onProgress: line.onProgress }).finally(() => line.done());
+        printMessage(session.format, OperationSchema, done);
         return EXIT.ok;
       } catch (error) {
         if (error instanceof OperationError) {

@@ -8,6 +8,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { stringify } from 'yaml';
 import { file_google_rpc_status } from '../../generated/proto/google/rpc/status_pb.js';
 import { file_cloud_common_v1_error } from '../../generated/proto/cloud/common/v1/error_pb.js';
+import { file_cloud_common_v1_operation } from '../../generated/proto/cloud/common/v1/operation_pb.js';
 import { file_cloud_compute_v1_instance_service } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { file_cloud_iam_v1_project_service } from '../../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { file_cloud_iam_v1_service_account_service } from '../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
@@ -18,10 +19,11 @@ import { describeServiceErrors, requestIdOf } from '../sdk/index.js';
 export type Format = 'json' | 'yaml' | 'table';
 export const FORMATS: readonly Format[] = ['json', 'yaml', 'table'];
 
-/** Every message an Operation's `request` Any may hold, so operations print as readable JSON. */
+/** Every message an Operation's `request` and `progress_data` Anys may hold, so operations print as readable JSON. */
 const registry = createRegistry(
   file_google_rpc_status,
   file_cloud_common_v1_error,
+  file_cloud_common_v1_operation,
   file_cloud_compute_v1_instance_service,
   file_cloud_iam_v1_project_service,
   file_cloud_iam_v1_service_account_service,

@@ -5,9 +5,10 @@
  * fields hoisted: `--name`, `--parent-id`, `--description`, `--resources-platform`; map fields as
  * `--labels key=value`, repeated ones repeatable); `--file` takes the whole request as JSON or YAML
  * (proto JSON names) and flags override it. Mutating verbs wait for their operation unless
- * `--async`; `update` reads the resource, applies the flags and sends it whole with the reset mask
- * the Go SDK computes for a full update (a map given replaces the stored one; `--remove-<map> KEY`
- * drops single keys); List verbs print every page.
+ * `--async` (OperationService.Wait, a progress line on a terminal); `operation cancel <id>` cancels one;
+ * `update` reads the resource, applies the flags and sends it whole with the reset mask the Go SDK
+ * computes for a full update (a map given replaces the stored one; `--remove-<map> KEY` drops single
+ * keys); List verbs print every page.
  */
 import { readFileSync } from 'node:fs';
 import {
@@ -35,6 +36,7 @@ import { isMutating, pagedField, resetMaskFromMessage, type CloudSdk, type Pagea
 import type { Command, CommandContext, OptionSpec } from './command.js';
 import { stringValue } from './command.js';
 import { EXIT, messageJson, print, printList, printMessage, UsageError } from './output.js';
+import { progressLine } from './progress.js';
 
 /** The services with resources, and whether a resource's parent is a project (then the profile's project is the default parent). */
 const RESOURCE_SERVICES: Array<{ service: DescService; parentIsProject: boolean }> = [
@@ -44,7 +46,10 @@ const RESOURCE_SERVICES: Array<{ service: DescService; parentIsProject: boolean 
   { service: AuthPublicKeyService, parentIsProject: true },
 ];
 
-/** Operations poll every 250 ms: an operator waits for seconds, not for the Go SDK's 1 s steps. */
+/**
+ * Against a server without OperationService.Wait, operations poll every 250 ms (an operator waits for
+ * seconds, not for the Go SDK's 1 s steps); on a terminal the progress line is refreshed as often.
+ */
 export const CLI_POLL_MS = 250;
 
 /** kebab-case of a PascalCase or snake_case name: GetByName → get-by-name, parent_id → parent-id. */
@@ -260,7 +265,13 @@ async function finishOperation(context: CommandContext, sdk: CloudSdk, operation
     printMessage(format, OperationSchema, operation);
     return EXIT.ok;
   }
-  const done = await sdk.wait(operation, { intervalMs: CLI_POLL_MS });
+  const line = progressLine(process.stderr);
+  let done: Operation;
+  try {
+    done = await sdk.wait(operation, { intervalMs: CLI_POLL_MS, onProgress: line.onProgress });
+  } finally {
+    line.done();
+  }
   printMessage(format, OperationSchema, done);
   return EXIT.ok;
 }

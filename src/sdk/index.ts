@@ -1,7 +1,7 @@
 /**
  * The client-side layer of the cloud API, what the Nebius SDKs give their users (docs/cloud-api.md,
  * "The SDK layer"): idempotency keys on every mutating call, retries decided by the server's answer
- * within a deadline, `wait(operation)`, service-account credentials refreshed in the background,
+ * within a deadline, `wait(operation)` (server-side) and `cancel(operation)`, service-account credentials refreshed in the background,
  * and List calls that iterate over every page. Shipped in the contracts package
  * (`@contract-first-server/contracts/sdk`) and used by `cfs`.
  *
@@ -16,7 +16,7 @@ import type { Operation } from '../../generated/proto/cloud/common/v1/operation_
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { TokenExchangeService } from '../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
 import { ServiceAccountCredentials, staticToken, type ServiceAccountCredentialsOptions, type ServiceAccountKey, type TokenSource } from './credentials.js';
-import { waitForOperation, type WaitOptions } from './operations.js';
+import { cancelOperation, waitForOperation, type WaitOptions } from './operations.js';
 import { pageable, pagedField, type Pageable } from './paging.js';
 import { createIdempotencyInterceptor, createRetryInterceptor, type RetryOptions } from './retry.js';
 
@@ -25,7 +25,7 @@ export { ServiceAccountCredentials, parseServiceAccountKey, signServiceAccountKe
 export type { ServiceAccountCredentialsOptions, ServiceAccountKey, TokenSource } from './credentials.js';
 export { IDEMPOTENCY_KEY_HEADER, backoffMs, createIdempotencyInterceptor, createRetryInterceptor, isMutating, isRetriable } from './retry.js';
 export type { RetryOptions } from './retry.js';
-export { waitForOperation } from './operations.js';
+export { cancelOperation, waitForOperation } from './operations.js';
 export type { WaitOptions } from './operations.js';
 export { pageable, pagedField } from './paging.js';
 export { resetMaskFromMessage } from './reset-mask.js';
@@ -66,8 +66,13 @@ export type SdkClient<S extends DescService> = { [K in keyof S['method']]: SdkMe
 export interface CloudSdk {
   readonly transport: Transport;
   client<S extends DescService>(service: S): SdkClient<S>;
-  /** Polls the operation until it is done; the final Operation, or throws OperationError. */
+  /**
+   * Waits until the operation is done, with OperationService.Wait (polling Get against a server
+   * without it); the final Operation, or throws OperationError (a cancelled one included).
+   */
   wait(operation: Operation, options?: WaitOptions): Promise<Operation>;
+  /** Asks the server to cancel a running operation; answers it (CANCELLED once its work stopped, else still running). */
+  cancel(operation: Operation | string): Promise<Operation>;
   /** The token source in use, if any. */
   readonly credentials: TokenSource | undefined;
   /** Stops background token refresh. */
@@ -90,6 +95,7 @@ export function createCloudSdk(options: CloudSdkOptions): CloudSdk {
     credentials,
     client: (service) => sdkClient(service, transport),
     wait: (operation, waitOptions) => waitForOperation(operations, operation, waitOptions),
+    cancel: (operation) => cancelOperation(operations, operation),
     close: () => credentials?.close?.(),
   };
 }

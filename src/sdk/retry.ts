@@ -80,9 +80,12 @@ export function backoffMs(retry: number, options: Pick<Required<RetryOptions>, '
   return Math.max(0, exponential * (1 + options.jitter * (2 * random() - 1)));
 }
 
-/** Whether a method answers an Operation to wait for (Create, Update, Start…; not every mutation: Generate answers its key). */
-export function isMutating(method: { output: { typeName: string } }): boolean {
-  return method.output.typeName === OperationSchema.typeName;
+/**
+ * Whether a method starts an operation, which is how the server tells mutating methods (they return
+ * an Operation); OperationService's own methods (Get, Wait, Cancel) start none.
+ */
+export function isMutating(method: { output: { typeName: string }; parent?: { typeName: string } }): boolean {
+  return method.output.typeName === OperationSchema.typeName && method.parent?.typeName !== 'cloud.common.v1.OperationService';
 }
 
 /**

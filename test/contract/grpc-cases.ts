@@ -231,6 +231,62 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
     fails('UNAUTHENTICATED', 'an invalid token', (ctx) => ctx.grpc.call(O.list, { resourceId: 'instance-x' }, { token: 'not-a-token' })),
   ],
 
+  '/cloud.common.v1.OperationService/Cancel': [
+    ok(
+      'cancels a running Stop: the operation completes CANCELLED and the instance is RUNNING again',
+      async (ctx) => {
+        // The Cancel must land while the Stop runs; on a loaded machine the Stop may finish first
+        // (FAILED_PRECONDITION), so the race is tried again on a fresh instance.
+        for (let attempt = 0; ; attempt++) {
+          const id = await withState(ctx, `vm-cancel-${attempt}`, 'running');
+          const stop = await ctx.grpc.call(I.stop, { id }, { token: ctx.admin });
+          try {
+            return await ctx.grpc.call(O.cancel, { id: stop.message.id }, { token: ctx.admin });
+          } catch (error) {
+            if (attempt >= 2) throw error;
+          }
+        }
+      },
+      async (operation, ctx) => {
+        assert.equal(operation.status?.code, 1, `CANCELLED, got ${operation.status?.code}: ${operation.status?.message}`);
+        const { message } = await ctx.grpc.call(I.get, { id: operation.resourceId }, { token: ctx.admin });
+        assert.equal(message.status?.state, State.RUNNING);
+        // Cancelling again answers the same operation.
+        const again = await ctx.grpc.call(O.cancel, { id: operation.id }, { token: ctx.admin });
+        assert.equal(again.message.status?.code, 1);
+      },
+    ),
+    fails('FAILED_PRECONDITION', 'an operation that already finished', async (ctx) => {
+      const instance = await fixture(ctx);
+      const { message } = await ctx.grpc.call(O.list, { resourceId: instance.metadata?.id ?? '' }, { token: ctx.admin });
+      return ctx.grpc.call(O.cancel, { id: message.operations.at(-1)?.id ?? '' }, { token: ctx.admin });
+    }),
+    fails('NOT_FOUND', 'an unknown id', (ctx) => ctx.grpc.call(O.cancel, { id: 'operation-0000000000' }, { token: ctx.admin })),
+    fails('INVALID_ARGUMENT', 'an empty id', (ctx) => ctx.grpc.call(O.cancel, {}, { token: ctx.admin })),
+    fails('PERMISSION_DENIED', 'a plain user (as for the mutation)', async (ctx) => {
+      const instance = await fixture(ctx);
+      const { message } = await ctx.grpc.call(O.list, { resourceId: instance.metadata?.id ?? '' }, { token: ctx.admin });
+      return ctx.grpc.call(O.cancel, { id: message.operations[0]?.id ?? '' }, { token: ctx.reader });
+    }),
+    fails('UNAUTHENTICATED', 'no token', (ctx) => ctx.grpc.call(O.cancel, { id: 'operation-0000000000' }, NONE)),
+  ],
+  '/cloud.common.v1.OperationService/Wait': [
+    ok(
+      'answers a running operation once it completed',
+      async (ctx) => {
+        const parentId = await ctx.projectFor('wait');
+        const created = await ctx.grpc.call(I.create, { metadata: { parentId, name: 'vm-wait' } }, { token: ctx.admin });
+        return ctx.grpc.call(O.wait, { id: created.message.id, timeout: { seconds: 20n } }, { token: ctx.reader });
+      },
+      (operation) => assert.equal(operation.status?.code, 0, `completed OK, got ${JSON.stringify(operation.status)}`),
+    ),
+    fails('INVALID_ARGUMENT', 'a negative timeout', async (ctx) =>
+      ctx.grpc.call(O.wait, { id: 'operation-0000000000', timeout: { seconds: -1n } }, { token: ctx.admin }),
+    ),
+    fails('NOT_FOUND', 'an unknown id', (ctx) => ctx.grpc.call(O.wait, { id: 'operation-0000000000' }, { token: ctx.admin })),
+    fails('UNAUTHENTICATED', 'no token', (ctx) => ctx.grpc.call(O.wait, { id: 'operation-0000000000' }, NONE)),
+  ],
+
   '/cloud.compute.v1.InstanceService/Get': [
     ok(
       'a reader reads a running instance',

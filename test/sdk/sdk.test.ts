@@ -380,7 +380,7 @@ test('wait keeps polling through polling errors that may be retried (gosdk PollE
     const created = await sdk.client(InstanceService).create({ metadata: { parentId: projectId, name: 'polled' } });
     const done = await sdk.wait(created, { intervalMs: 20 });
     expect(done.status?.code).toBe(0);
-    const polls = recorder.attempts.filter((attempt) => attempt.method === 'Get').map((attempt) => attempt.outcome);
+    const polls = recorder.attempts.filter((attempt) => attempt.method === 'Wait' || attempt.method === 'Get').map((attempt) => attempt.outcome);
     expect(polls.slice(0, 3)).toEqual(['Unavailable', 'Unavailable', 'OK']);
   } finally {
     sdk.close();

@@ -1,5 +1,6 @@
 export { Operations, newOperationId, WORK_CHANNEL, type NewOperation, type RecordedHeaders } from './operations.js';
-export { OperationWorker, type Work, type WorkHandler, type OperationWorkerOptions } from './operation-worker.js';
+export { OperationWorker, OPERATION_EVENTS_CHANNEL, type CancelOutcome, type Work, type WorkHandler, type OperationWorkerOptions } from './operation-worker.js';
+export { OperationWaiters, type OperationWaitersOptions } from './operation-waiters.js';
 export { OperationSweeper, IDEMPOTENCY_KEY_RETENTION_SECONDS, type SweepResult } from './operation-sweeper.js';
 export {
   IdempotencyKeys,
@@ -10,4 +11,4 @@ export {
   IDEMPOTENCY_KEY_PATTERN,
   type IdempotentResult,
 } from './idempotency.js';
-export { encodeStatus, okStatus, packOperationRequest, redactSecrets, toOperationMessage } from './operation-message.js';
+export { encodeStatus, okStatus, packOperationRequest, progressData, redactSecrets, toOperationMessage } from './operation-message.js';

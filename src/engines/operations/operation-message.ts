@@ -2,7 +2,7 @@ import { clone, create, fromBinary, getOption, hasOption, toBinary, type DescFie
 import { anyPack, AnySchema, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { credentials, sensitive } from '../../../generated/proto/cloud/annotations_pb.js';
-import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
+import { OperationProgressSchema, OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
 import { StatusSchema, type Status } from '../../../generated/proto/google/rpc/status_pb.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 
@@ -49,9 +49,24 @@ export function packOperationRequest<Desc extends DescMessage>(schema: Desc, mes
   return toBinary(AnySchema, anyPack(schema, redactSecrets(schema, message)));
 }
 
+/**
+ * The `progress_data` of running work: an OperationProgress packed in an Any, its phase the one of
+ * `phases` that `percent` falls in ("done" once finished).
+ */
+export function progressData(percent: number, phases: readonly string[] = [], finished = false): Uint8Array {
+  const index = Math.min(phases.length - 1, Math.floor((percent / 100) * phases.length));
+  const phase = finished ? 'done' : (phases[index] ?? '');
+  return toBinary(AnySchema, anyPack(OperationProgressSchema, create(OperationProgressSchema, { percentDone: percent, phase })));
+}
+
 /** The google.rpc.Status of a successful operation. */
 export function okStatus(): Uint8Array {
   return toBinary(StatusSchema, create(StatusSchema, { code: 0, message: '' }));
+}
+
+/** The google.rpc.Status of a cancelled operation, when the service gives no richer one. */
+export function cancelledStatus(): Uint8Array {
+  return toBinary(StatusSchema, create(StatusSchema, { code: 1, message: 'the operation was cancelled' }));
 }
 
 /** Encodes a failure status (its details carry ServiceError messages). */

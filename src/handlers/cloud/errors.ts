@@ -135,6 +135,24 @@ export function toRpcStatus(error: unknown, origin: ErrorOrigin): Status {
   });
 }
 
+/**
+ * The google.rpc.Status of a cancelled operation: CANCELLED, with a ServiceError whose
+ * `operation_aborted` names the operation and its resource (nothing took its place).
+ */
+export function cancelledRpcStatus(origin: ErrorOrigin, target: { operationId: string; resourceId: string }): Status {
+  const detail = create(ServiceErrorSchema, {
+    service: origin.service,
+    code: 'Cancelled',
+    details: { case: 'operationAborted', value: { operationId: target.operationId, resourceId: target.resourceId } },
+    retryType: RetryType.NOTHING,
+  });
+  return create(StatusSchema, {
+    code: Code.Canceled,
+    message: 'the operation was cancelled (OperationService.Cancel); its resource is as it was before',
+    details: [anyPack(ServiceErrorSchema, detail)],
+  });
+}
+
 /** The bytes of a google.rpc.Status as `grpc-status-details-bin` carries them (unpadded base64). */
 export function statusDetailsHeader(status: Status): string {
   return Buffer.from(toBinary(StatusSchema, status)).toString('base64').replace(/=+$/, '');

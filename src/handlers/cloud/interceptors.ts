@@ -86,15 +86,18 @@ export function createAuthInterceptor(options: {
 }
 
 /**
- * Reads, by the cloud API's method names (contracts/proto/cloud): Get…, List… (OperationService.Get
- * returns an Operation, yet reads) and OperationService.Wait. Every other method changes state,
- * whether it answers an Operation or not (AuthPublicKeyService.Generate).
+ * Reads, by the cloud API's method names (contracts/proto/cloud): Get…, List… and Wait. Every other
+ * method changes state, whether it answers an Operation or not (AuthPublicKeyService.Generate),
+ * except OperationService's own: Get and Wait read, and Cancel is idempotent by itself (cancelling
+ * twice answers the same), so none of them records an idempotency key.
  */
 const READ_METHOD = /^(Get|List)|^Wait$/;
 
-function isMutatingMethod(method: Pick<DescMethod, 'name'>): boolean {
-  return !READ_METHOD.test(method.name);
+function isMutatingMethod(service: DescService, method: Pick<DescMethod, 'name'>): boolean {
+  return service.typeName !== OPERATION_SERVICE && !READ_METHOD.test(method.name);
 }
+
+const OPERATION_SERVICE = 'cloud.common.v1.OperationService';
 
 /** JSON with object keys sorted, so equal messages hash equally whatever their map order. */
 function stableStringify(value: JsonValue): string {
@@ -157,7 +160,7 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       return replay;
     };
     return (req) => {
-      if (req.stream || !isMutatingMethod(req.method)) return next(req);
+      if (req.stream || !isMutatingMethod(req.service, req.method)) return next(req);
       const key = req.header.get('x-idempotency-key');
       // No principal: a public method (the token exchange), which changes nothing a key could scope.
       if (key === null || !req.contextValues.get(principalKey)) return next(req);

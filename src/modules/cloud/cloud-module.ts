@@ -9,7 +9,9 @@ import { cachePrincipals, userPrincipalResolver, type PrincipalResolver } from '
 import {
   encodeStatus,
   IdempotencyKeys,
+  OPERATION_EVENTS_CHANNEL,
   OperationSweeper,
+  OperationWaiters,
   OperationWorker,
   Operations,
   toOperationMessage,
@@ -27,7 +29,7 @@ import {
   createIdempotencyInterceptor,
   type AuthPolicy,
 } from '../../handlers/cloud/interceptors.js';
-import { apiServiceNameOf, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
+import { apiServiceNameOf, cancelledRpcStatus, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
 import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors.js';
 import { instanceServiceImpl } from '../../handlers/cloud/instance-service.js';
 import { operationServiceImpl } from '../../handlers/cloud/operation-service.js';
@@ -92,6 +94,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     leaseMs: config.operationLeaseMs,
     pollMs: config.operationPollMs,
     failureStatus: (error, work) => encodeStatus(toRpcStatus(error, { service: serviceOfWork(work.kind), requestId: work.operationId })),
+    cancelledStatus: (work) => encodeStatus(cancelledRpcStatus({ service: serviceOfWork(work.kind), requestId: work.operationId }, work)),
     onError: (error, context) => logger.error({ err: error, context }, 'operation work failed'),
   });
   const sweeper = new OperationSweeper({
@@ -108,7 +111,12 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   Object.assign(handlers, instances.workHandlers());
   const keys = new IdempotencyKeys(db.knex);
   const authPolicies = new Map<string, AuthPolicy>();
-  const queries = new OperationQueries(operations);
+  const waiters = new OperationWaiters({
+    load: (ids) => operations.repository.findByIds(ids),
+    maxWaiters: config.operationMaxWaiters,
+    onError: (error) => logger.error({ err: error }, 'reading completed operations for their waiters failed'),
+  });
+  const queries = new OperationQueries(operations, { worker, waiters });
 
   const interceptors: Interceptor[] = [
     createErrorInterceptor({ onInternal: (cause, requestId) => ctx.onError(cause, requestId) }),
@@ -145,6 +153,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
   );
 
   let unlisten: (() => Promise<void>) | undefined;
+  let unlistenEvents: (() => Promise<void>) | undefined;
   return {
     name: 'cloud',
     operations,
@@ -163,13 +172,33 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
           },
         })
         .catch(() => undefined);
+      // Completions wake OperationService.Wait's waiters; cancel requests reach the work they name.
+      // After a lost LISTEN connection, the waited operations are read again (completions were missed;
+      // a missed cancel is seen at the holder's next lease renewal or completion).
+      unlistenEvents = await db
+        .listen(
+          OPERATION_EVENTS_CHANNEL,
+          (payload) => {
+            if (payload.startsWith('cancel:')) worker.cancelRequested(payload.slice('cancel:'.length));
+            else waiters.onEvent(payload);
+          },
+          { onReconnect: () => waiters.resync() },
+        )
+        .catch(() => undefined);
       worker.start();
       sweeper.start();
     },
+    // A shutting-down server answers its waits at once (their current state), so they do not hold
+    // the drain for the grace period.
+    drain() {
+      waiters.close();
+    },
     async stop() {
+      waiters.close();
       await sweeper.stop();
       await worker.stop();
       await unlisten?.();
+      await unlistenEvents?.();
     },
   };
 }

@@ -38,6 +38,16 @@ export interface OperationInput {
    * change is already done and the operation is recorded complete (IAM).
    */
   work?: string;
+  /**
+   * The resource as stored before the mutation, kept in the work's payload while it runs so that a
+   * cancelled operation can put it back (set by `mutate` for mutations with background work).
+   */
+  previous?: Uint8Array;
+}
+
+/** The resource before a mutation, from a work payload (see OperationInput.previous); undefined for a Create. */
+export function previousOf(payload: Record<string, unknown>): Uint8Array | undefined {
+  return typeof payload.previous === 'string' ? new Uint8Array(Buffer.from(payload.previous, 'base64')) : undefined;
 }
 
 /** What differs between kinds of named resources; everything else is shared. */
@@ -264,7 +274,8 @@ export class NamedResources<T extends NamedResource> {
         const name = next.metadata?.name ?? '';
         await this.save(trx, next).catch(onUniqueViolation(() => this.nameTaken(name, row.parent_id, '')));
       }
-      return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId: row.parent_id }, operation);
+      const withPrevious = operation.work === undefined ? operation : { ...operation, previous: row.data };
+      return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId: row.parent_id }, withPrevious);
     });
   }
 
@@ -338,7 +349,9 @@ export function beginOperation(
     parentId: target.parentId,
     request: operation.request,
     requestHeaders: operation.headers,
-    ...(operation.work === undefined ? { status: okStatus() } : { work: { kind: operation.work } }),
+    ...(operation.work === undefined
+      ? { status: okStatus() }
+      : { work: { kind: operation.work, payload: operation.previous ? { previous: Buffer.from(operation.previous).toString('base64') } : {} } }),
   });
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { clone, create } from '@bufbuild/protobuf';
+import { clone, create, fromBinary } from '@bufbuild/protobuf';
+import { ResourceMetadataSchema } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import type { Knex } from 'knex';
 import {
   InstanceSchema,
@@ -22,11 +23,11 @@ import {
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
-import { packOperationRequest, type Operations, type RecordedHeaders, type WorkHandler } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type RecordedHeaders, type Work, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
-import { NamedResources, PROJECT_ID_PATTERN, requireFields, type ParentCheck } from '../cloud/named-resources.js';
+import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck } from '../cloud/named-resources.js';
 import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
@@ -164,10 +165,32 @@ export class InstanceService {
     });
   }
 
-  /** The background work of every instance operation, by kind. */
+  /**
+   * The background work of every instance operation, by kind, with what a cancel leaves
+   * (docs/operations.md, "Cancel"): a cancelled Create removes the instance (nothing half-made
+   * stays, its name and quota are free again); a cancelled Update, Start, Stop or Delete puts the
+   * instance back as it was before the mutation (spec, name, labels and state), as a new
+   * `resource_version`.
+   */
   workHandlers(): Record<string, WorkHandler> {
     const instances = this.resources.repository;
-    const settle = (finish: (instance: Instance) => void): WorkHandler => ({
+    const restore = async (trx: Knex, work: Work) => {
+      const row = await instances.lock(work.resourceId, trx);
+      const previous = previousOf(work.payload);
+      if (!row || !previous) return;
+      const before = fromBinary(InstanceSchema, previous);
+      const current = this.resources.decode(row);
+      const restored = clone(InstanceSchema, before);
+      restored.metadata = restored.metadata ?? create(ResourceMetadataSchema);
+      restored.metadata.resourceVersion = current.metadata?.resourceVersion ?? 0n;
+      // Renamed by the Update, and the old name taken since: the instance keeps its new name.
+      const name = before.metadata?.name ?? '';
+      const holder = name === row.name ? undefined : await instances.findByName(row.parent_id, name, trx);
+      if (holder && holder.id !== row.id) restored.metadata.name = row.name;
+      await this.resources.save(trx, restored);
+    };
+    const settle = (finish: (instance: Instance) => void, phases: readonly string[]): WorkHandler => ({
+      phases,
       complete: async (trx, work) => {
         const row = await instances.lock(work.resourceId, trx);
         if (!row) return;
@@ -182,6 +205,7 @@ export class InstanceService {
         if (failed.status) failed.status.reconciling = false;
         await this.resources.save(trx, failed);
       },
+      cancel: restore,
     });
     const steady = (instance: Instance) => {
       instance.status = create(InstanceStatusSchema, {
@@ -191,14 +215,21 @@ export class InstanceService {
       });
     };
     return {
-      [WORK.create]: settle(steady),
-      [WORK.update]: settle(steady),
-      [WORK.start]: settle(steady),
-      [WORK.stop]: settle(steady),
+      [WORK.create]: {
+        ...settle(steady, ['allocating resources', 'attaching disks', 'booting']),
+        cancel: async (trx, work) => {
+          await instances.delete(work.resourceId, trx);
+        },
+      },
+      [WORK.update]: settle(steady, ['applying the spec', 'reconciling']),
+      [WORK.start]: settle(steady, ['powering on', 'booting']),
+      [WORK.stop]: settle(steady, ['shutting down the guest', 'powering off']),
       [WORK.delete]: {
+        phases: ['stopping', 'releasing resources'],
         complete: async (trx, work) => {
           await instances.delete(work.resourceId, trx);
         },
+        cancel: restore,
       },
     };
   }

@@ -15,6 +15,7 @@ import * as addWebhookRouteOptions from './20261126120000_add_webhook_route_opti
 import * as idempotencyAnswers from './20261128230000_idempotency_answers.js';
 import * as createSetupCodes from './20261128230100_create_setup_codes.js';
 import * as filterableCloudResources from './20261128230200_filterable_cloud_resources.js';
+import * as addOperationCancelRequests from './20261128230300_add_operation_cancel_requests.js';
 import * as addWebhookRequestProxyChain from './20261128233000_add_webhook_request_proxy_chain.js';
 
 interface Migration {
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261128230000_idempotency_answers': idempotencyAnswers,
   '20261128230100_create_setup_codes': createSetupCodes,
   '20261128230200_filterable_cloud_resources': filterableCloudResources,
+  '20261128230300_add_operation_cancel_requests': addOperationCancelRequests,
   '20261128233000_add_webhook_request_proxy_chain': addWebhookRequestProxyChain,
 };
 

@@ -131,24 +131,92 @@ export class OperationRepository {
     return row ? { ...row, payload: row.payload ?? {} } : undefined;
   }
 
-  /** Extends a claim; false when it is no longer this worker's (the lease ran out and another took it). */
-  async renew(id: string, workerId: string, leaseMs: number, trx: Knex = this.knex): Promise<boolean> {
-    const result: unknown = await trx('operations')
+  /**
+   * Extends a claim and, when given, records the work's progress, in one statement: `lost` when the
+   * claim is no longer this worker's (the lease ran out and another took it), `cancel` when a cancel
+   * was requested (OperationService.Cancel), else `held`.
+   */
+  async renew(id: string, workerId: string, leaseMs: number, progress?: Uint8Array, trx: Knex = this.knex): Promise<'held' | 'lost' | 'cancel'> {
+    const rows: Array<{ cancel_requested_at: Date | string | null }> = await trx('operations')
       .where({ id, claimed_by: workerId, state: 'running' })
-      .update({ claimed_until: trx.raw("now() + (?::int * interval '1 millisecond')", [leaseMs]) });
-    return affectedRows(result) > 0;
+      .update({
+        claimed_until: trx.raw("now() + (?::int * interval '1 millisecond')", [leaseMs]),
+        ...(progress ? { progress: Buffer.from(progress) } : {}),
+      })
+      .returning(['cancel_requested_at']);
+    const row = rows[0];
+    if (!row) return 'lost';
+    return row.cancel_requested_at !== null ? 'cancel' : 'held';
   }
 
-  /** Locks a claimed item for completion; false when another worker holds it now. */
-  async lockClaimed(id: string, workerId: string, trx: Knex): Promise<boolean> {
-    const row = await trx('operations').select('id').where({ id, claimed_by: workerId, state: 'running' }).forUpdate().first();
-    return row !== undefined;
+  /**
+   * Locks a claimed item for completion: undefined when another worker holds it now, else whether a
+   * cancel was requested (then the work is undone instead of completed).
+   */
+  async lockClaimed(id: string, workerId: string, trx: Knex): Promise<{ cancelRequested: boolean } | undefined> {
+    const row = await trx('operations').select('cancel_requested_at').where({ id, claimed_by: workerId, state: 'running' }).forUpdate().first();
+    return row === undefined ? undefined : { cancelRequested: row.cancel_requested_at !== null };
   }
 
-  async finish(id: string, status: Uint8Array, trx: Knex = this.knex): Promise<void> {
+  /**
+   * Completes an operation. Its payload (what the work needed, e.g. the resource as it was before
+   * the mutation, to undo it) is dropped: only running work needs it.
+   */
+  async finish(id: string, status: Uint8Array, trx: Knex = this.knex, progress?: Uint8Array): Promise<void> {
     await trx('operations')
       .where({ id })
-      .update({ state: 'done', status: Buffer.from(status), finished_at: trx.fn.now(), claimed_by: null, claimed_until: null });
+      .update({
+        state: 'done',
+        status: Buffer.from(status),
+        finished_at: trx.fn.now(),
+        claimed_by: null,
+        claimed_until: null,
+        payload: '{}',
+        ...(progress ? { progress: Buffer.from(progress) } : {}),
+      });
+  }
+
+  /**
+   * Locks an operation for OperationService.Cancel (waiting for a completion in progress, so the
+   * answer is what that completion left): its status, and whether its work is held by a live claim.
+   */
+  async lockForCancel(id: string, trx: Knex): Promise<CancelTarget | undefined> {
+    const row = await trx('operations')
+      .select('id', 'service', 'kind', 'payload', 'resource_id', 'parent_id', 'attempts', 'status', 'cancel_requested_at')
+      .select(trx.raw("(state = 'running' AND claimed_until IS NOT NULL AND claimed_until >= now()) AS held"))
+      .where({ id })
+      .forUpdate()
+      .first();
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      service: row.service,
+      kind: row.kind,
+      payload: row.payload ?? {},
+      resource_id: row.resource_id,
+      parent_id: row.parent_id,
+      attempts: row.attempts,
+      status: bytes(row.status),
+      held: row.held === true,
+      cancelRequested: row.cancel_requested_at !== null,
+    };
+  }
+
+  /** Records a cancel request (the first one's time is kept). */
+  async requestCancel(id: string, trx: Knex = this.knex): Promise<void> {
+    await trx('operations')
+      .where({ id })
+      .update({ cancel_requested_at: trx.raw('coalesce(cancel_requested_at, now())') });
+  }
+
+  /** The operations among `ids` that exist, in one statement (the waiters of OperationService.Wait). */
+  async findByIds(ids: readonly string[], trx: Knex = this.knex): Promise<OperationRow[]> {
+    if (ids.length === 0) return [];
+    return (
+      await trx('operations')
+        .select(COLUMNS)
+        .whereIn('id', [...ids])
+    ).map(normalize);
   }
 
   /** Gives back every claim of a worker that stops, so another process picks the work up at once. */
@@ -192,6 +260,18 @@ export class OperationRepository {
     const last = row?.last_finished_at && row.last_id ? { finishedAt: row.last_finished_at, id: row.last_id } : undefined;
     return { scanned: row?.scanned ?? 0, deleted: row?.deleted ?? 0, last };
   }
+}
+
+/** An operation as OperationService.Cancel sees it, locked. */
+export interface CancelTarget extends Omit<ClaimedWorkRow, 'kind'> {
+  /** The api_service_name of the service that started it. */
+  service: string;
+  /** NULL for an operation recorded complete (it has no work). */
+  kind: string | null;
+  status: Uint8Array | null;
+  /** A live claim holds its work: only that worker may undo it. */
+  held: boolean;
+  cancelRequested: boolean;
 }
 
 /** Where a retention sweep stands: `finished_at` as PostgreSQL prints it (microseconds kept), then id. */

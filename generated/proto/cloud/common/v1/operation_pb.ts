@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cloud/common/v1/operation.proto.
  */
 export const file_cloud_common_v1_operation: GenFile = /*@__PURE__*/
-  fileDesc("Ch9jbG91ZC9jb21tb24vdjEvb3BlcmF0aW9uLnByb3RvEg9jbG91ZC5jb21tb24udjEi+QMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAQgASgJEi8KC2ZpbmlzaGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgdyZXF1ZXN0GAYgASgLMhQuZ29vZ2xlLnByb3RvYnVmLkFueRJHCg9yZXF1ZXN0X2hlYWRlcnMYByADKAsyLi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uLlJlcXVlc3RIZWFkZXJzRW50cnkSEwoLcmVzb3VyY2VfaWQYCCABKAkSIgoGc3RhdHVzGAkgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSKwoNcHJvZ3Jlc3NfZGF0YRgKIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnkaHwoNUmVxdWVzdEhlYWRlchIOCgZ2YWx1ZXMYASADKAkaXwoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSNwoFdmFsdWUYAiABKAsyKC5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uLlJlcXVlc3RIZWFkZXI6AjgBYgZwcm90bzM", [file_google_protobuf_any, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("Ch9jbG91ZC9jb21tb24vdjEvb3BlcmF0aW9uLnByb3RvEg9jbG91ZC5jb21tb24udjEi+QMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAQgASgJEi8KC2ZpbmlzaGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgdyZXF1ZXN0GAYgASgLMhQuZ29vZ2xlLnByb3RvYnVmLkFueRJHCg9yZXF1ZXN0X2hlYWRlcnMYByADKAsyLi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uLlJlcXVlc3RIZWFkZXJzRW50cnkSEwoLcmVzb3VyY2VfaWQYCCABKAkSIgoGc3RhdHVzGAkgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSKwoNcHJvZ3Jlc3NfZGF0YRgKIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnkaHwoNUmVxdWVzdEhlYWRlchIOCgZ2YWx1ZXMYASADKAkaXwoTUmVxdWVzdEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSNwoFdmFsdWUYAiABKAsyKC5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uLlJlcXVlc3RIZWFkZXI6AjgBIjgKEU9wZXJhdGlvblByb2dyZXNzEhQKDHBlcmNlbnRfZG9uZRgBIAEoBRINCgVwaGFzZRgCIAEoCWIGcHJvdG8z", [file_google_protobuf_any, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * A long-running change of a resource, returned by every mutating method and polled until done.
@@ -88,7 +88,8 @@ export type Operation = Message<"cloud.common.v1.Operation"> & {
   status?: Status | undefined;
 
   /**
-   * Service-specific progress of a running operation. MAY be unset.
+   * Service-specific progress of a running operation. MAY be unset. The compute operations of this
+   * server pack an `OperationProgress` here while they run and leave the last one when they finish.
    *
    * @generated from field: google.protobuf.Any progress_data = 10;
    */
@@ -122,4 +123,32 @@ export type Operation_RequestHeader = Message<"cloud.common.v1.Operation.Request
  */
 export const Operation_RequestHeaderSchema: GenMessage<Operation_RequestHeader> = /*@__PURE__*/
   messageDesc(file_cloud_common_v1_operation, 0, 0);
+
+/**
+ * How far a running operation is, as packed in `Operation.progress_data`.
+ *
+ * @generated from message cloud.common.v1.OperationProgress
+ */
+export type OperationProgress = Message<"cloud.common.v1.OperationProgress"> & {
+  /**
+   * The share of the work done, from 0 to 100. It never goes down while the operation runs.
+   *
+   * @generated from field: int32 percent_done = 1;
+   */
+  percentDone: number;
+
+  /**
+   * A short, human-readable name of the current step (e.g. "allocating addresses"); MAY be empty.
+   *
+   * @generated from field: string phase = 2;
+   */
+  phase: string;
+};
+
+/**
+ * Describes the message cloud.common.v1.OperationProgress.
+ * Use `create(OperationProgressSchema)` to create a new message.
+ */
+export const OperationProgressSchema: GenMessage<OperationProgress> = /*@__PURE__*/
+  messageDesc(file_cloud_common_v1_operation, 1);
 

@@ -7,13 +7,15 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_cloud_annotations } from "../../annotations_pb.js";
 import type { Operation, OperationSchema } from "./operation_pb.js";
 import { file_cloud_common_v1_operation } from "./operation_pb.js";
+import type { Duration } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file cloud/common/v1/operation_service.proto.
  */
 export const file_cloud_common_v1_operation_service: GenFile = /*@__PURE__*/
-  fileDesc("CidjbG91ZC9jb21tb24vdjEvb3BlcmF0aW9uX3NlcnZpY2UucHJvdG8SD2Nsb3VkLmNvbW1vbi52MSIhChNHZXRPcGVyYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIlMKFUxpc3RPcGVyYXRpb25zUmVxdWVzdBITCgtyZXNvdXJjZV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAMSEgoKcGFnZV90b2tlbhgDIAEoCSJhChZMaXN0T3BlcmF0aW9uc1Jlc3BvbnNlEi4KCm9wZXJhdGlvbnMYASADKAsyGi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTK7AQoQT3BlcmF0aW9uU2VydmljZRJHCgNHZXQSJC5jbG91ZC5jb21tb24udjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoaLmNsb3VkLmNvbW1vbi52MS5PcGVyYXRpb24SVwoETGlzdBImLmNsb3VkLmNvbW1vbi52MS5MaXN0T3BlcmF0aW9uc1JlcXVlc3QaJy5jbG91ZC5jb21tb24udjEuTGlzdE9wZXJhdGlvbnNSZXNwb25zZRoFirUYASpiBnByb3RvMw", [file_cloud_annotations, file_cloud_common_v1_operation]);
+  fileDesc("CidjbG91ZC9jb21tb24vdjEvb3BlcmF0aW9uX3NlcnZpY2UucHJvdG8SD2Nsb3VkLmNvbW1vbi52MSIhChNHZXRPcGVyYXRpb25SZXF1ZXN0EgoKAmlkGAEgASgJIiQKFkNhbmNlbE9wZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkiTgoUV2FpdE9wZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJTChVMaXN0T3BlcmF0aW9uc1JlcXVlc3QSEwoLcmVzb3VyY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgDEhIKCnBhZ2VfdG9rZW4YAyABKAkiYQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRIuCgpvcGVyYXRpb25zGAEgAygLMhouY2xvdWQuY29tbW9uLnYxLk9wZXJhdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAky1QIKEE9wZXJhdGlvblNlcnZpY2USRwoDR2V0EiQuY2xvdWQuY29tbW9uLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaGi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uElcKBExpc3QSJi5jbG91ZC5jb21tb24udjEuTGlzdE9wZXJhdGlvbnNSZXF1ZXN0GicuY2xvdWQuY29tbW9uLnYxLkxpc3RPcGVyYXRpb25zUmVzcG9uc2USTQoGQ2FuY2VsEicuY2xvdWQuY29tbW9uLnYxLkNhbmNlbE9wZXJhdGlvblJlcXVlc3QaGi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uEkkKBFdhaXQSJS5jbG91ZC5jb21tb24udjEuV2FpdE9wZXJhdGlvblJlcXVlc3QaGi5jbG91ZC5jb21tb24udjEuT3BlcmF0aW9uGgWKtRgBKmIGcHJvdG8z", [file_cloud_annotations, file_cloud_common_v1_operation, file_google_protobuf_duration]);
 
 /**
  * The request of OperationService.Get.
@@ -35,6 +37,56 @@ export type GetOperationRequest = Message<"cloud.common.v1.GetOperationRequest">
  */
 export const GetOperationRequestSchema: GenMessage<GetOperationRequest> = /*@__PURE__*/
   messageDesc(file_cloud_common_v1_operation_service, 0);
+
+/**
+ * The request of OperationService.Cancel.
+ *
+ * @generated from message cloud.common.v1.CancelOperationRequest
+ */
+export type CancelOperationRequest = Message<"cloud.common.v1.CancelOperationRequest"> & {
+  /**
+   * The id of the operation to cancel. MUST be set.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message cloud.common.v1.CancelOperationRequest.
+ * Use `create(CancelOperationRequestSchema)` to create a new message.
+ */
+export const CancelOperationRequestSchema: GenMessage<CancelOperationRequest> = /*@__PURE__*/
+  messageDesc(file_cloud_common_v1_operation_service, 1);
+
+/**
+ * The request of OperationService.Wait.
+ *
+ * @generated from message cloud.common.v1.WaitOperationRequest
+ */
+export type WaitOperationRequest = Message<"cloud.common.v1.WaitOperationRequest"> & {
+  /**
+   * The id of the operation to wait for. MUST be set.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * How long to wait at most; unset or zero means 30 s, longer than 60 s means 60 s. MUST NOT be
+   * negative.
+   *
+   * @generated from field: google.protobuf.Duration timeout = 2;
+   */
+  timeout?: Duration | undefined;
+};
+
+/**
+ * Describes the message cloud.common.v1.WaitOperationRequest.
+ * Use `create(WaitOperationRequestSchema)` to create a new message.
+ */
+export const WaitOperationRequestSchema: GenMessage<WaitOperationRequest> = /*@__PURE__*/
+  messageDesc(file_cloud_common_v1_operation_service, 2);
 
 /**
  * The request of OperationService.List.
@@ -69,7 +121,7 @@ export type ListOperationsRequest = Message<"cloud.common.v1.ListOperationsReque
  * Use `create(ListOperationsRequestSchema)` to create a new message.
  */
 export const ListOperationsRequestSchema: GenMessage<ListOperationsRequest> = /*@__PURE__*/
-  messageDesc(file_cloud_common_v1_operation_service, 1);
+  messageDesc(file_cloud_common_v1_operation_service, 3);
 
 /**
  * One page of operations.
@@ -97,10 +149,10 @@ export type ListOperationsResponse = Message<"cloud.common.v1.ListOperationsResp
  * Use `create(ListOperationsResponseSchema)` to create a new message.
  */
 export const ListOperationsResponseSchema: GenMessage<ListOperationsResponse> = /*@__PURE__*/
-  messageDesc(file_cloud_common_v1_operation_service, 2);
+  messageDesc(file_cloud_common_v1_operation_service, 4);
 
 /**
- * OperationService reads operations. It has no endpoint of its own: it is served on the endpoint
+ * OperationService reads, waits for and cancels operations. It has no endpoint of its own: it is served on the endpoint
  * of every service, and there returns only the operations that this endpoint's services started.
  *
  * @generated from service cloud.common.v1.OperationService
@@ -125,6 +177,29 @@ export const OperationService: GenService<{
     methodKind: "unary";
     input: typeof ListOperationsRequestSchema;
     output: typeof ListOperationsResponseSchema;
+  },
+  /**
+   * Asks a running operation to stop: it completes with status CANCELLED (code 1) at its next safe
+   * point, its resource left as before the mutation. Cancelling a finished operation fails with
+   * FAILED_PRECONDITION, except one already CANCELLED, which is answered again.
+   *
+   * @generated from rpc cloud.common.v1.OperationService.Cancel
+   */
+  cancel: {
+    methodKind: "unary";
+    input: typeof CancelOperationRequestSchema;
+    output: typeof OperationSchema;
+  },
+  /**
+   * Returns the operation once it completed, or its current state when the timeout or the call's
+   * deadline comes first. Reads it; it MUST NOT change anything.
+   *
+   * @generated from rpc cloud.common.v1.OperationService.Wait
+   */
+  wait: {
+    methodKind: "unary";
+    input: typeof WaitOperationRequestSchema;
+    output: typeof OperationSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_cloud_common_v1_operation_service, 0);
