@@ -37,7 +37,7 @@ export function isLocalClient(
 }
 
 /** 127.0.0.0/8, ::1 and the IPv4-mapped form of the former. */
-export function isLoopbackAddress(address: string | undefined): boolean {
+function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   if (address === '::1') return true;
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;

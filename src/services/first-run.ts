@@ -5,7 +5,7 @@ import { SetupCodeRepository } from '../store/repositories/setup-code-repository
 import { isLocalClient, type ResolvedClient } from './client-address.js';
 
 /** The header in which a client on another machine presents the setup code the server logged. */
-export const SETUP_CODE_HEADER = 'x-setup-code';
+const SETUP_CODE_HEADER = 'x-setup-code';
 
 const FIRST_ADMIN = 'first-admin';
 
