@@ -32,6 +32,8 @@ import { slowdown } from '../test/support/budget.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAIN = join(ROOT, 'dist/src/main.js');
+/** The operator's command (`cfs-server start`, the package's bin) once it exists, else the entry it runs. */
+const SERVER = existsSync(join(ROOT, 'bin/cfs-server.js')) ? [join(ROOT, 'bin/cfs-server.js'), 'start'] : [MAIN];
 const HAPROXY = process.env.FLEET_HAPROXY ?? '/usr/sbin/haproxy';
 const PGBOUNCER = process.env.FLEET_PGBOUNCER ?? '/usr/sbin/pgbouncer';
 const NGINX = process.env.FLEET_NGINX ?? '/usr/sbin/nginx';
@@ -39,12 +41,13 @@ const ADMIN_URL = process.env.FLEET_DATABASE_URL ?? process.env.DATABASE_URL ?? 
 const TIMEOUT_MS = Number(process.env.FLEET_TIMEOUT_MS ?? 600_000);
 
 /** Sized for a busy 2-core machine: short drains and checks, so the whole run takes a few minutes. */
-const CHECK = { interMs: 300, fall: 2, rise: 2 };
-const SHUTDOWN_DELAY_MS = 1500;
+const CHECK = { interMs: 500, fall: 2, rise: 2 };
+const SHUTDOWN_DELAY_MS = 3000;
 const SHUTDOWN_GRACE_MS = 5000;
 const MAX_CONNECTION_AGE_MS = 3000;
+const MAX_CONNECTION_AGE_GRACE_MS = 2000;
 /** What the server adds to MAX_CONNECTION_AGE_MS at most: +10 % jitter, then its grace for calls in flight. */
-const CONNECTION_AGE_SLACK_MS = MAX_CONNECTION_AGE_MS * 0.1 + 2000;
+const CONNECTION_AGE_SLACK_MS = MAX_CONNECTION_AGE_MS * 0.1 + MAX_CONNECTION_AGE_GRACE_MS;
 const SIGNIN_MAX_FAILURES = 5;
 const ADMIN = { name: 'fleet-admin', password: 'fleet-admin-password' };
 /** Scale timeouts with the machine's load: on a loaded 2-core host a start takes several times longer. */
@@ -140,6 +143,7 @@ function replicaEnv(database: string, bouncerPort: number, extra: Record<string,
     LOG_LEVEL: 'info',
     DATABASE_URL: pooled.toString(),
     DATABASE_LISTEN_URL: direct.toString(),
+    DATABASE_POOL_MODE: 'transaction',
     ADMIN_USERNAME: ADMIN.name,
     ADMIN_PASSWORD: ADMIN.password,
     TRUST_PROXY: '127.0.0.1/32',
@@ -147,6 +151,7 @@ function replicaEnv(database: string, bouncerPort: number, extra: Record<string,
     SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS),
     SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
     MAX_CONNECTION_AGE_MS: String(MAX_CONNECTION_AGE_MS),
+    MAX_CONNECTION_AGE_GRACE_MS: String(MAX_CONNECTION_AGE_GRACE_MS),
     SIGNIN_MAX_FAILURES: String(SIGNIN_MAX_FAILURES),
     // An operation claimed by a killed replica is taken over after the lease, not 30 s later.
     OPERATION_LEASE_MS: '3000',
@@ -160,7 +165,7 @@ function replicaEnv(database: string, bouncerPort: number, extra: Record<string,
 }
 
 function startReplica(name: string, port: number, env: NodeJS.ProcessEnv): Replica {
-  const child = processes.start(`${name}.${++generation}`, process.execPath, [MAIN], { ...env, PORT: String(port) });
+  const child = processes.start(`${name}.${++generation}`, process.execPath, SERVER, { ...env, PORT: String(port) });
   return { name, port, child };
 }
 
@@ -229,15 +234,16 @@ if (setupFailed)
   console.error(`\ntest:fleet stopped early: ${setupFailed instanceof Error ? (setupFailed.stack ?? setupFailed.message) : String(setupFailed)}`);
 const failed = rows.filter((row) => row.pass === false).length;
 const asserted = rows.filter((row) => row.pass !== undefined).length;
-const seconds = ((Date.now() - started) / 1000).toFixed(0);
+const elapsed = ((Date.now() - started) / 1000).toFixed(0);
 console.log(
   failed || setupFailed
-    ? `\ntest:fleet FAILED: ${failed} of ${asserted} assertions failed${setupFailed ? ', and the run stopped early' : ''} (${seconds} s)`
-    : `\ntest:fleet passed: ${asserted} assertions (${seconds} s, load average ${loadAverage()})`,
+    ? `\ntest:fleet FAILED: ${failed} of ${asserted} assertions failed${setupFailed ? ', and the run stopped early' : ''} (${elapsed} s)`
+    : `\ntest:fleet passed: ${asserted} assertions (${elapsed} s, load average ${loadAverage()})`,
 );
 process.exit(failed || setupFailed ? 1 : 0);
 
 async function run(): Promise<void> {
+  const runStart = Date.now();
   figure('host', 'baseline: node -e 0', `${await nodeStartMs()} ms`);
   figure('host', 'load average at start', loadAverage());
 
@@ -298,7 +304,10 @@ async function run(): Promise<void> {
   load = startLoad();
   await ask({ type: 'setup', targets: { httpPort, grpcPort, admin: ADMIN, phases: ['a', 'b'], signInMaxFailures: SIGNIN_MAX_FAILURES } }, 'ready');
 
+  figure('setup', 'took', seconds(runStart));
+
   // (a) rolling restart: SIGTERM, start the new one on the other slot, wait until HAProxy routes to it.
+  const aStart = Date.now();
   tell({ type: 'phase', name: 'a' });
   await pause(2000);
   const drains: number[] = [];
@@ -324,8 +333,10 @@ async function run(): Promise<void> {
     await pause(1000);
   }
   figure('(a) rolling restart', 'SIGTERM to exit, per replica', drains.map((ms) => `${ms} ms`).join(', '));
+  figure('(a) rolling restart', 'took', seconds(aStart));
 
   // (b) SIGKILL mid-burst, then a replacement.
+  const bStart = Date.now();
   tell({ type: 'phase', name: 'b' });
   await pause(2000);
   const victim = replicas[1]!;
@@ -341,6 +352,7 @@ async function run(): Promise<void> {
   );
   await pause(2000);
   await ask({ type: 'stop-load' }, 'stopped');
+  figure('(b) SIGKILL mid-burst', 'took', seconds(bStart));
   const settled = await ask({ type: 'settle', timeoutMs: scale(15_000) }, 'settled', scale(60_000));
   await checkWrites(database.url, settled.phases);
 
@@ -349,6 +361,7 @@ async function run(): Promise<void> {
   checkLimits(limits.result);
 
   // (d) one replica to three under L4-balanced gRPC load.
+  const dStart = Date.now();
   await Promise.all([1, 2].map((i) => processes.stop(replicas[i]!.child, SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 5000)));
   await waitForBalancer(
     statsSocket,
@@ -373,6 +386,7 @@ async function run(): Promise<void> {
   await pause(windowStart + windowMs - Date.now());
   const spread = await ask({ type: 'stop-spread' }, 'spread-stopped');
   checkSpread(replicas, windowStart, windowStart + windowMs, spread.tally);
+  figure('(d) scale 1 -> 3, gRPC over L4', 'took', seconds(dStart));
 
   tell({ type: 'exit' });
   await Promise.all(replicas.map((replica) => processes.stop(replica.child, SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 5000)));
@@ -560,6 +574,7 @@ async function concurrentStarts(bouncerPort: number): Promise<void> {
     'the migrations ran more than once, or not at all',
   );
   await Promise.all(replicas.map((replica) => processes.stop(replica.child, SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 5000)));
+  figure(scenario, 'took', seconds(startedAt));
 }
 
 /** deploy/nginx/nginx.conf, rendered: `nginx -t`, then a REST and a gRPC request through it. */
@@ -611,6 +626,10 @@ function printTable(): void {
   console.log(`\n${line(header)}\n${widths.map((width) => '-'.repeat(width)).join('  ')}`);
   for (const cells of body) console.log(line(cells));
   if (notes.length) console.log(`\n${notes.join('\n')}`);
+}
+
+function seconds(since: number): string {
+  return `${((Date.now() - since) / 1000).toFixed(1)} s`;
 }
 
 function loadAverage(): string {
