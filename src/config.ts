@@ -26,6 +26,12 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   shutdownGraceMs: number;
+  /** After SIGTERM/SIGINT, how long the server keeps serving with `/readyz` at 503 before it drains (balancers stop routing to it). */
+  shutdownDelayMs: number;
+  /** HTTP/2 connections older than this (±10 %) get a graceful GOAWAY, HTTP/1.1 ones a `Connection: close`; 0 = never. */
+  maxConnectionAgeMs: number;
+  /** How long an HTTP/2 connection told to go away for its age may finish its streams before it is closed. */
+  maxConnectionAgeGraceMs: number;
   /** A new connection must send its first bytes (cleartext) or finish its TLS handshake within this. */
   firstByteTimeoutMs: number;
   /** HTTP/1.1: the request headers must be complete within this (slow-header clients are closed). */
@@ -174,6 +180,9 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCert,
     tlsKey,
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10000, 0, 600000),
+    // 0: a single process has nothing routing to it that must learn first (docs/operations.md, Shutdown).
+    shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
+    ...connectionAge(env),
     ...connectionTimeouts(env),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 1000, 600_000),
     // --- article publishing ---
@@ -276,6 +285,14 @@ function connectionTimeouts(
     http2StallTimeoutMs: integer(env, 'HTTP2_STALL_TIMEOUT_MS', 30_000, 10, 3_600_000),
     http2AbuseCooldownMs: integer(env, 'HTTP2_ABUSE_COOLDOWN_MS', 10_000, 0, 3_600_000),
   };
+}
+
+/** MAX_CONNECTION_AGE_MS (0 = off, else at least a second) and its grace (gRPC A9's MAX_CONNECTION_AGE_GRACE). */
+function connectionAge(env: Env): Pick<Config, 'maxConnectionAgeMs' | 'maxConnectionAgeGraceMs'> {
+  const maxConnectionAgeMs = integer(env, 'MAX_CONNECTION_AGE_MS', 0, 0, 30 * 86_400_000);
+  if (maxConnectionAgeMs !== 0 && maxConnectionAgeMs < 1000)
+    throw new ConfigError(`MAX_CONNECTION_AGE_MS must be 0 (off) or at least 1000, got ${maxConnectionAgeMs}`);
+  return { maxConnectionAgeMs, maxConnectionAgeGraceMs: integer(env, 'MAX_CONNECTION_AGE_GRACE_MS', 10_000, 0, 3_600_000) };
 }
 
 function webhookPublicUrl(env: Env): string | undefined {

@@ -58,7 +58,11 @@ async function main(): Promise<void> {
     app.logger.info({ port, database: app.db.kind }, 'listening');
     let stopping = false;
     stop = (reason, exitCode) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second signal: skip what is left of SHUTDOWN_DELAY_MS (the drain itself still runs).
+        if (reason !== 'uncaughtException') void app.close();
+        return;
+      }
       stopping = true;
       app.logger.info({ reason }, 'shutting down');
       app.close().then(

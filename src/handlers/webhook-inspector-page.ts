@@ -48,7 +48,8 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       { body: readFileSync(new URL(`./webhook-inspector-assets/${asset.file}`, import.meta.url)), type: asset.type },
     ]),
   );
-  const streams = new Set<() => void>();
+  /** Ends an open stream; with `retryMs`, first tells the client how soon to reconnect. */
+  const streams = new Set<(retryMs?: number) => void>();
 
   return {
     /** Serves `/inspect-assets/*`; undefined when the path is not an asset. */
@@ -135,22 +136,24 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       };
       let ended = false;
       let heartbeat: NodeJS.Timeout | undefined;
-      const end = () => {
+      const end = (retryMs?: number) => {
         if (ended) return;
         ended = true;
         clearInterval(heartbeat);
         unsubscribe();
         streams.delete(end);
-        if (out.headersSent && !res.writableEnded) res.end();
+        if (!out.headersSent || res.writableEnded) return;
+        if (retryMs === undefined) res.end();
+        else res.end(`retry: ${retryMs}\n\n`);
       };
       const unsubscribe = webhooks.subscribe(route.id, {
         onCapture: (capture) => (backlog ? backlog.push(capture) : send(capture)),
-        onRouteGone: end,
+        onRouteGone: () => end(),
         cursor: () => cursor,
       });
       streams.add(end);
-      req.once('close', end);
-      res.once('close', end);
+      req.once('close', () => end());
+      res.once('close', () => end());
       // Where the stream starts is known before its headers go out: a client that got them is
       // caught up after any later outage. A store that cannot answer yet is a plain 503.
       const lastEventId = Number(req.headers['last-event-id']);
@@ -198,9 +201,14 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
       for (const capture of pending) send(capture);
     },
 
-    /** Ends every open event stream (shutdown must not wait for endless responses). */
+    /**
+     * Ends every open event stream (shutdown must not wait for endless responses) with a `retry:`
+     * of half a second to a second and a half, spread so that a replica's listeners do not all come
+     * back in the same instant: browsers (EventSource) and `cfs webhooks listen` reconnect, through
+     * the balancer to another replica, and resume from their Last-Event-ID.
+     */
     closeStreams(): void {
-      for (const end of [...streams]) end();
+      for (const end of [...streams]) end(500 + Math.floor(Math.random() * 1000));
     },
   };
 }

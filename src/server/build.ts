@@ -19,6 +19,7 @@ import { buildModules } from './modules.js';
 import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { createOnePortServer } from './protocol-switch.js';
+import { Readiness, storeChecks } from './readiness.js';
 import { Http2Guard } from './http2-guard.js';
 import { requestIdOf } from './request-id.js';
 import { clusterMetricsSource } from './cluster.js';
@@ -59,7 +60,12 @@ export interface App {
   restApis: Record<string, RestApi>;
   /** Starts listening; answers the bound port (0 picks a free one). */
   listen(port?: number, host?: string): Promise<number>;
-  /** Graceful shutdown: stop accepting, finish in-flight requests (bounded), close the store. */
+  /**
+   * Graceful shutdown: not ready at once, serve on for SHUTDOWN_DELAY_MS, then stop accepting, end
+   * event streams and connections (Connection: close, GOAWAY), finish in-flight requests within
+   * SHUTDOWN_GRACE_MS, stop background work (claims released), close the store. Calling it again
+   * ends what is left of the delay.
+   */
   close(): Promise<void>;
 }
 
@@ -67,14 +73,17 @@ export interface App {
 export async function build(config: Config, overrides: BuildOverrides = {}): Promise<App> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const db = overrides.database ?? (await openDatabase(databaseOptionsOf(config)));
-  let ready = false;
   if (config.migrate) await migrateLatest(db.knex);
   const tokens = await TokenService.create(db.knex);
   const onError = (error: unknown, requestId: string) => logger.error({ err: error, requestId }, 'request failed');
   const metrics = config.metricsEnabled ? new ServerMetrics(db) : undefined;
   const context: ModuleContext = { config, db, logger, tokens, onError, metrics };
   const { modules, users } = await buildModules(context);
-  modules.push(grpcHealthModule({ db, isServing: () => ready }));
+  // One line per condition: a check another part needs (the schema's) is added the same way.
+  const readiness = new Readiness();
+  const storeHealth = storeChecks(db);
+  for (const check of storeHealth.checks) readiness.add(check);
+  modules.push(grpcHealthModule({ readiness }));
   if (db.maintenance) {
     // PGlite has no autovacuum: the server keeps the planner's statistics itself.
     const analyzer = new PgliteAnalyzer(db.maintenance, {
@@ -91,9 +100,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const restApis: Record<string, RestApi> = Object.assign({}, ...modules.map((module) => module.restApis ?? {}));
   const httpModules = modules.flatMap((module) => (module.http ? [module.http] : []));
   const expressApp = createExpressApp({
-    db,
     tokens,
-    isReady: () => ready,
+    readiness,
     renderError: renderServerError,
     onError,
     routers: modules.flatMap((module) => (module.router ? [module.router] : [])),
@@ -228,17 +236,15 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     });
   };
 
-  const http1 = http.createServer(
-    {
-      keepAliveTimeout: config.keepAliveTimeoutMs,
-      headersTimeout: config.headersTimeoutMs,
-      requestTimeout: config.requestTimeoutMs,
-      // Node checks both timeouts on this interval (30 s by default, which would let a slow-header
-      // client hold its socket that much longer than HEADERS_TIMEOUT_MS).
-      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
-    },
-    dispatch,
-  );
+  // Its requests reach `dispatch` through the protocol switch, which refuses those it would not answer.
+  const http1 = http.createServer({
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    // Node checks both timeouts on this interval (30 s by default, which would let a slow-header
+    // client hold its socket that much longer than HEADERS_TIMEOUT_MS).
+    connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+  });
   // HTTP/2 streams: native unary gRPC takes the fast path; everything else goes through Node's
   // compatibility API (req/res) of a second, never-listening server to the same dispatcher.
   const h2Compat = http2.createServer({}, dispatch);
@@ -282,16 +288,19 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const tlsOptions = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert, 'utf8'), key: readFileSync(config.tlsKey, 'utf8') } : undefined;
   const server = createOnePortServer({
     http1,
+    serveHttp1: dispatch,
     http2: h2,
     tls: tlsOptions,
     firstByteTimeoutMs: config.firstByteTimeoutMs,
     http2IdleTimeoutMs: config.http2IdleTimeoutMs,
     http2Guard,
+    maxAgeMs: config.maxConnectionAgeMs,
+    maxAgeGraceMs: config.maxConnectionAgeGraceMs,
   });
   for (const module of modules) await module.start?.();
-  ready = true;
 
   let closing: Promise<void> | undefined;
+  let endDelay: (() => void) | undefined;
   return {
     config,
     db,
@@ -303,11 +312,29 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       return server.listen(port, host);
     },
     close() {
-      closing ??= (async () => {
-        ready = false;
+      // A second call (a second SIGTERM or Ctrl-C) ends what is left of the delay.
+      if (closing) {
+        endDelay?.();
+        return closing;
+      }
+      closing = (async () => {
+        // Balancers learn first (/readyz 503, gRPC health NOT_SERVING) while everything is still
+        // served; only then does the server drain (docs/operations.md, Shutdown).
+        readiness.shutDown();
+        if (config.shutdownDelayMs > 0) {
+          logger.info({ delayMs: config.shutdownDelayMs }, 'not ready; serving on until balancers stop routing here');
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, config.shutdownDelayMs);
+            endDelay = () => (clearTimeout(timer), resolve());
+          });
+        }
+        // Stops accepting and closes idle connections at once; then endless responses (event streams,
+        // health watches) end, so their connections close after them instead of at the grace.
+        const closed = server.close(config.shutdownGraceMs);
         for (const module of modules) module.drain?.();
-        await server.close(config.shutdownGraceMs);
+        await closed;
         for (const module of modules) await module.stop?.();
+        storeHealth.detach();
         await db.close();
       })();
       return closing;

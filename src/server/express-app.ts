@@ -2,15 +2,15 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import http2 from 'node:http2';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import type { Database } from '../store/database.js';
+import type { Readiness } from './readiness.js';
 import type { TokenService } from '../auth/token-service.js';
-import { AppError, STORAGE_FULL_RETRY_AFTER_SECONDS, toAppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
+import { AppError, toAppError } from '../errors.js';
 import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/rest-api.js';
 
 export interface ExpressAppDeps {
-  db: Database;
   tokens: TokenService;
-  isReady(): boolean;
+  /** What `/readyz` answers. */
+  readiness: Readiness;
   /** The server's own error shape, for the 404 of unknown paths and failures of these routes. */
   renderError(error: AppError): RestReply;
   /** Logs a failure of these routes under the request id the response carries. */
@@ -39,23 +39,11 @@ export function createExpressApp(deps: ExpressAppDeps): NonContractHandler {
   routes.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Answered from state the server keeps (src/server/readiness.ts): no database write, and no read under traffic.
   routes.get('/readyz', async (_req, res) => {
-    const reachable = await deps.db.knex.raw('select 1').then(
-      () => true,
-      () => false,
-    );
-    // A lost LISTEN connection means live streams, route invalidation and work wake-ups stall until it is back.
-    const listening = deps.db.listenerHealthy();
-    // A store that answers reads but cannot write (its disk full) fails every sign-in and capture.
-    const storage = reachable ? await deps.db.storage() : 'unknown';
-    const ready = reachable && listening && storage === 'ok' && deps.isReady();
-    if (!ready) res.setHeader('retry-after', String(storage === 'full' ? STORAGE_FULL_RETRY_AFTER_SECONDS : UNAVAILABLE_RETRY_AFTER_SECONDS));
-    res.status(ready ? 200 : 503).json({
-      status: ready ? 'ready' : 'not ready',
-      database: reachable ? 'ok' : 'unreachable',
-      listener: listening ? 'ok' : 'down',
-      storage,
-    });
+    const { ready, body, retryAfterSeconds } = await deps.readiness.status();
+    if (retryAfterSeconds !== undefined) res.setHeader('retry-after', String(retryAfterSeconds));
+    res.status(ready ? 200 : 503).json(body);
   });
   routes.get('/.well-known/jwks.json', (req, res) => {
     // Cacheable for 5 minutes and revalidated by ETag. A key made by a rotation signs at once, so a

@@ -7,8 +7,13 @@ import type { Http2Guard } from './http2-guard.js';
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 export interface OnePortOptions {
-  /** Serves HTTP/1.x. Its own headersTimeout, requestTimeout and keepAliveTimeout apply. */
+  /** Serves HTTP/1.x (created without a request listener). Its own headersTimeout, requestTimeout and keepAliveTimeout apply. */
   http1: http.Server;
+  /**
+   * Answers an HTTP/1.x request. Called for every request until shutdown begins; after that, and on a
+   * connection whose last response has been decided, a request is refused unexecuted (never called).
+   */
+  serveHttp1(req: http.IncomingMessage, res: http.ServerResponse): void;
   /** Serves HTTP/2 (cleartext prior knowledge, or TLS with ALPN h2). */
   http2: http2.Http2Server;
   tls?: { cert: string; key: string };
@@ -18,6 +23,12 @@ export interface OnePortOptions {
   http2IdleTimeoutMs: number;
   /** HTTP/2 stream, reset and stall bounds; an address it is cooling down gets its connections closed at once. */
   http2Guard?: Http2Guard;
+  /**
+   * Connections older than this (±10 % each) are moved on: HTTP/2 gets a graceful GOAWAY and is
+   * closed `maxAgeGraceMs` later; HTTP/1.1 answers its next request with `Connection: close`. 0 = never.
+   */
+  maxAgeMs?: number;
+  maxAgeGraceMs?: number;
 }
 
 export interface OnePortServer {
@@ -39,6 +50,13 @@ interface Connection {
   protocol: 'pending' | 'http1' | 'http2';
   /** HTTP/1 requests dispatched on it whose response has not closed yet. */
   inFlight: number;
+  /** HTTP/1: the response of the last request dispatched (shutdown asks it to close the connection). */
+  latest: http.ServerResponse | undefined;
+  /** HTTP/1: a response said `Connection: close`; what the client sends after it is not executed. */
+  final: boolean;
+  /** When it was accepted (performance.now()), and the age at which it is moved on (MAX_CONNECTION_AGE_MS). */
+  openedAt: number;
+  maxAgeMs: number;
 }
 
 /**
@@ -57,6 +75,8 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
   const handshaking = new Map<string, Connection>();
   const sessions = new Set<http2.ServerHttp2Session>();
   let closing = false;
+  /** The connection whose HTTP/2 session is being made (session.socket is a proxy, not the wire itself). */
+  let handingOver: Connection | undefined;
   let drained: (() => void) | undefined;
 
   // node:http arms headersTimeout/requestTimeout checks and the connection list behind
@@ -69,12 +89,27 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     connection.wire = wire;
     connection.protocol = protocol;
     byWire.set(wire, connection);
-    if (protocol === 'http2') h2.emit('connection', wire);
-    else http1.emit('connection', wire);
+    if (protocol === 'http2') {
+      // node:http2 makes the session (and emits 'session') within this call.
+      handingOver = connection;
+      h2.emit('connection', wire);
+      handingOver = undefined;
+    } else http1.emit('connection', wire);
   };
 
+  const maxAgeMs = options.maxAgeMs ?? 0;
   const track = (raw: net.Socket): Connection => {
-    const connection: Connection = { raw, wire: undefined, protocol: 'pending', inFlight: 0 };
+    const connection: Connection = {
+      raw,
+      wire: undefined,
+      protocol: 'pending',
+      inFlight: 0,
+      latest: undefined,
+      final: false,
+      openedAt: maxAgeMs > 0 ? performance.now() : 0,
+      // ±10 %, so connections opened together (a balancer's pool, clients after a restart) do not all leave at once.
+      maxAgeMs: maxAgeMs > 0 ? maxAgeMs * (0.9 + Math.random() * 0.2) : 0,
+    };
     connections.add(connection);
     raw.once('close', () => {
       connections.delete(connection);
@@ -130,18 +165,33 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     });
   }
 
-  // HTTP/1: count requests in flight per connection, so shutdown closes exactly the idle ones.
-  http1.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+  // HTTP/1: count requests in flight per connection, so shutdown closes exactly the idle ones, and
+  // never execute a request that will not be answered. node:http keeps reading a connection after a
+  // response that closes it (its FIN is only a half-close) and emits whatever request comes next; so
+  // once shutdown began, or once a response said `Connection: close`, a request read from a
+  // connection is not dispatched at all: the client sees the connection end without an answer, which
+  // balancers (HAProxy's retry-on empty-response) and HTTP clients may retry safely, as it never ran.
+  http1.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const connection = byWire.get(req.socket);
-    if (!connection) return;
+    if (!connection) return options.serveHttp1(req, res);
+    if (closing || connection.final) {
+      // Nothing of this connection is in flight any more (a request that raced the shutdown): end it now.
+      if (connection.inFlight === 0) connection.wire?.destroy();
+      return;
+    }
+    if (connection.maxAgeMs > 0 && performance.now() - connection.openedAt > connection.maxAgeMs) {
+      res.setHeader('connection', 'close');
+      connection.final = true;
+    }
     connection.inFlight++;
-    // During shutdown the response ends the connection (Node closes it after `Connection: close`).
-    if (closing) res.setHeader('connection', 'close');
+    connection.latest = res;
     res.once('close', () => {
       connection.inFlight--;
-      // A response that began before shutdown still said keep-alive: end the connection ourselves.
+      // A response that began before shutdown still said keep-alive: end the connection ourselves
+      // (a half-close: the client may still read the answer; what it sends next is not executed).
       if (closing && connection.inFlight === 0) connection.wire?.end();
     });
+    options.serveHttp1(req, res);
   });
 
   // HTTP/2: a session idle for the timeout is asked to go away (its open streams may finish); if it
@@ -158,7 +208,21 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
       session.setTimeout(options.http2IdleTimeoutMs, onIdle);
     };
     session.setTimeout(options.http2IdleTimeoutMs, onIdle);
-    session.once('close', () => sessions.delete(session));
+    let aged: NodeJS.Timeout | undefined;
+    const connection = handingOver;
+    if (connection && connection.maxAgeMs > 0) {
+      // gRPC A9 (MAX_CONNECTION_AGE): clients behind an L4 balancer reconnect, and may reach new replicas.
+      aged = setTimeout(() => {
+        goAway(session);
+        aged = setTimeout(() => session.destroy(), options.maxAgeGraceMs ?? 0);
+        aged.unref();
+      }, connection.maxAgeMs);
+      aged.unref();
+    }
+    session.once('close', () => {
+      clearTimeout(aged);
+      sessions.delete(session);
+    });
   });
 
   return {
@@ -183,18 +247,22 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
         if (connections.size === 0) resolve();
       });
       if (server.listening) server.close();
-      // Clears node:http's timeout checker; neither server listens, so nothing else happens.
+      // Clears node:http's timeout checker; neither server listens, so nothing else happens. (The
+      // HTTP/2 server is closed once every session is: a Node release that closes sessions there
+      // would cut the graceful GOAWAY short.)
       http1.close();
-      h2.close();
       for (const connection of connections) {
         // Nothing was dispatched on these: no first bytes or handshake yet, or an HTTP/1 connection
         // between requests or still sending headers. Closing them loses no accepted work.
         if (connection.protocol === 'pending' || (connection.protocol === 'http1' && connection.inFlight === 0)) {
           connection.raw.destroy();
           connection.wire?.destroy();
+        } else if (connection.protocol === 'http1' && connection.latest && !connection.latest.headersSent) {
+          // Its answer is the connection's last: node:http closes the connection after it.
+          connection.latest.setHeader('connection', 'close');
         }
       }
-      for (const session of sessions) session.close();
+      for (const session of sessions) goAway(session);
       const grace = setTimeout(() => {
         for (const session of sessions) session.destroy();
         for (const connection of connections) {
@@ -204,8 +272,21 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
       }, graceMs);
       await allClosed;
       clearTimeout(grace);
+      h2.close();
     },
   };
+}
+
+/**
+ * GOAWAY naming the last stream served; the session closes once its open streams end (Node's
+ * `close()`). Not gRPC A9's two steps (a GOAWAY with the highest stream id and a PING, then the
+ * final one): Node's nghttp2 ignores every new stream once any GOAWAY is sent (it has no
+ * `nghttp2_submit_shutdown_notice`), so the first step would only make the client learn an RTT
+ * later which of its racing streams were not served. Those never ran; gRPC clients retry them
+ * transparently (docs/operations.md, Shutdown).
+ */
+function goAway(session: http2.ServerHttp2Session): void {
+  if (!session.closed && !session.destroyed) session.close();
 }
 
 function addressKey(socket: net.Socket): string {
