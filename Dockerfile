@@ -1,7 +1,7 @@
 # The server as a container, listening on 5000 (the webhook inspector's reference deployment).
 # Without DATABASE_URL it runs on embedded PostgreSQL (PGlite) in /app/data — mount a volume there to
 # keep data; with DATABASE_URL=postgres://… it uses that server (compose.yaml runs both).
-# test/runtime/dockerfile.test.ts lints this file and runs its CMD against a built dist/ with SIGTERM.
+# test/runtime/dockerfile.test.ts lints this file and runs its ENTRYPOINT and CMD against a built dist/ with SIGTERM.
 
 # Build stage: every dependency (swc, tsx, buf…) as locked, then `npm run build` → dist/.
 FROM node:24-slim AS build
@@ -41,5 +41,8 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 # Exec form, node itself as PID 1: `docker stop`'s SIGTERM reaches the server's handler, which drains
 # in-flight requests for up to SHUTDOWN_GRACE_MS (10 s; docker's default stop timeout is also 10 s —
 # raise it with `--stop-timeout`/`stop_grace_period` if you raise the grace). No `npm start` here:
-# npm would be PID 1 and the server's shutdown would not be awaited.
-CMD ["node", "dist/src/main.js"]
+# npm would be PID 1 and the server's shutdown would not be awaited. bin/cfs-server.js runs the
+# command in its own process: `docker run IMAGE` serves (`start`), `docker run IMAGE migrate` runs the
+# migrations and exits (a Kubernetes Job or init container; docs/operations.md, Migrations).
+ENTRYPOINT ["node", "bin/cfs-server.js"]
+CMD ["start"]

@@ -13,7 +13,13 @@ export interface Config {
   dbAcquireTimeoutMs: number;
   /** PostgreSQL: statement_timeout; a statement with no answer a second later is abandoned. */
   dbStatementTimeoutMs: number;
+  /** PostgreSQL: the direct (not pooled by PgBouncer) connection for LISTEN and the migration lock; DATABASE_URL by default. */
+  databaseListenUrl: string | undefined;
+  /** PostgreSQL: `transaction` when DATABASE_URL goes through PgBouncer in transaction mode (docs/operations.md, PgBouncer). */
+  databasePoolMode: 'session' | 'transaction';
   migrate: boolean;
+  /** PostgreSQL: how long a start or `migrate` waits for another process's migrations (the advisory lock). */
+  migrationLockTimeoutMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   serviceName: string;
   accessTokenTtlSeconds: number;
@@ -160,6 +166,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  const databaseListenUrl = optional(env, 'DATABASE_LISTEN_URL');
+  if (databaseListenUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseListenUrl)) {
+    throw new ConfigError('DATABASE_LISTEN_URL must be a postgres:// URL');
+  }
+  if (databaseListenUrl !== undefined && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_LISTEN_URL needs DATABASE_URL: it is the direct connection beside the pool of DATABASE_URL');
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -168,7 +181,10 @@ export function loadConfig(env: Env = process.env): Config {
     dbConnectTimeoutMs: integer(env, 'DB_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 10_000, 100, 600_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
+    databaseListenUrl: databaseListenUrl ?? databaseUrl,
+    databasePoolMode: oneOf(env, 'DATABASE_POOL_MODE', ['session', 'transaction'] as const, 'session'),
     migrate: boolean(env, 'MIGRATE', true),
+    migrationLockTimeoutMs: integer(env, 'MIGRATION_LOCK_TIMEOUT_MS', 45_000, 100, 3_600_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     serviceName: optional(env, 'SERVICE_NAME') ?? 'user-account-service',
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL', 30 * 24 * 3600, 1, 365 * 24 * 3600),

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from './logger.js';
 import { describeStartupError, StartupTimeoutError, type StartupStep } from './startup-errors.js';
 import { databaseOptionsOf, openDatabase } from './store/database.js';
 import { prepareStore, runPrimary, workersProblem } from './server/cluster.js';
+import type { SchemaStandby } from './server/schema-standby.js';
 
 /**
  * Entry point: the only place that listens and handles signals. A start that fails prints one line
@@ -41,7 +42,8 @@ async function main(): Promise<void> {
     process.exit(1);
   };
   // A black-holed database or a stuck file system would otherwise hang the start with no word.
-  const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
+  const armDeadline = () => setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
+  let deadline = armDeadline();
   try {
     // Load the server's modules while the store opens: PGlite's start overlaps the imports.
     const loading = import('./server/build.js');
@@ -49,11 +51,24 @@ async function main(): Promise<void> {
     const database = await openDatabase(databaseOptionsOf(config));
     // pg connects lazily: one query now, so an unreachable or missing database is named as such.
     await database.knex.raw('select 1');
+    // MIGRATE=false: a schema behind the code waits for `cfs-server migrate` on a standby server (not
+    // ready); that wait is not a slow start, so the deadline pauses meanwhile and SIGTERM just exits.
+    let standby: SchemaStandby | undefined;
+    if (!config.migrate) {
+      clearTimeout(deadline);
+      const exit = () => process.exit(0);
+      process.once('SIGTERM', exit).once('SIGINT', exit);
+      const { waitForSchema } = await import('./server/schema-standby.js');
+      standby = await waitForSchema(config, database, logger);
+      process.off('SIGTERM', exit).off('SIGINT', exit);
+      deadline = armDeadline();
+    }
     step = 'build';
     const { build } = await loading;
     const app = await build(config, { database, logger });
     step = 'listen';
-    const port = await app.listen();
+    await standby?.close();
+    const port = await app.listen(standby?.port ?? config.port);
     clearTimeout(deadline);
     app.logger.info({ port, database: app.db.kind }, 'listening');
     let stopping = false;

@@ -9,7 +9,7 @@ import { grpcUnaryServices, rpcPathsOf, rpcRoutes } from './rpc-routes.js';
 import { cloudJsonRegistry } from '../handlers/cloud/json-registry.js';
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
-import { databaseOptionsOf, openDatabase, migrateLatest, type Database } from '../store/database.js';
+import { databaseOptionsOf, openDatabase, migrate, type Database } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
 import type { UserService } from '../services/user-service.js';
 import { sendReply, type NodeRequest, type NodeResponse, type RestApi } from '../http/rest-api.js';
@@ -18,6 +18,7 @@ import { renderUserApiError } from '../handlers/users.js';
 import { buildModules } from './modules.js';
 import type { ModuleContext } from './module.js';
 import { createExpressApp } from './express-app.js';
+import { warnIfSchemaAhead } from './schema-standby.js';
 import { createOnePortServer } from './protocol-switch.js';
 import { Readiness, storeChecks } from './readiness.js';
 import { Http2Guard } from './http2-guard.js';
@@ -73,7 +74,7 @@ export interface App {
 export async function build(config: Config, overrides: BuildOverrides = {}): Promise<App> {
   const logger = overrides.logger ?? createLogger(config.logLevel);
   const db = overrides.database ?? (await openDatabase(databaseOptionsOf(config)));
-  if (config.migrate) await migrateLatest(db.knex);
+  if (config.migrate) warnIfSchemaAhead(logger, (await migrate(db)).unknown);
   const tokens = await TokenService.create(db.knex);
   const onError = (error: unknown, requestId: string) => logger.error({ err: error, requestId }, 'request failed');
   const metrics = config.metricsEnabled ? new ServerMetrics(db) : undefined;

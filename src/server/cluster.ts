@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import { databaseOptionsOf, migrateLatest, openDatabase } from '../store/database.js';
+import { databaseOptionsOf, migrate, openDatabase } from '../store/database.js';
+import { readSchemaState } from '../store/schema-state.js';
 
 /**
  * `WORKERS=N`: N server processes behind one port, on one machine (docs/operations.md, Scaling out).
@@ -30,7 +31,10 @@ export async function prepareStore(config: Config): Promise<void> {
   const database = await openDatabase({ ...databaseOptionsOf(config), poolMax: 1 });
   try {
     await database.knex.raw('select 1');
-    if (config.migrate) await migrateLatest(database.knex);
+    if (config.migrate) await migrate(database);
+    // MIGRATE=false on a schema that is behind: no key can be stored yet; each worker waits for the
+    // migrations, not ready (src/server/schema-standby.ts), and the first to build creates it.
+    else if ((await readSchemaState(database.knex)).missing.length > 0) return;
     await TokenService.create(database.knex);
   } finally {
     await database.close();

@@ -3,6 +3,8 @@ import knexFactory, { type Knex } from 'knex';
 import type pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
+import { readSchemaState } from './schema-state.js';
+import { unnamedPooledReads } from './pooled-read.js';
 import type { Config } from '../config.js';
 import { isStorageFull } from '../errors.js';
 
@@ -31,6 +33,13 @@ export interface Database {
    * upkeep (PgliteAnalyzer), never for data a request reads.
    */
   maintenance?(sql: string): Promise<Array<Record<string, unknown>>>;
+  /**
+   * Runs `work` while this process alone may migrate: on PostgreSQL under a session advisory lock
+   * held on a dedicated direct connection (DATABASE_LISTEN_URL) for the whole run, waiting for
+   * another process's run at most MIGRATION_LOCK_TIMEOUT_MS; on PGlite at once (DATA_DIR's lock
+   * already makes the process the only one).
+   */
+  withMigrationLock<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -70,6 +79,12 @@ export interface DatabaseOptions {
   acquireTimeoutMs?: number;
   /** PostgreSQL only: the server's statement_timeout; a query with no answer 1 s later is abandoned (DB_STATEMENT_TIMEOUT_MS). */
   statementTimeoutMs?: number;
+  /** PostgreSQL only: the direct connection for LISTEN and the migration lock (DATABASE_LISTEN_URL); `databaseUrl` when unset. */
+  listenUrl?: string | undefined;
+  /** PostgreSQL only: `transaction` when `databaseUrl` goes through PgBouncer in transaction mode (DATABASE_POOL_MODE). */
+  poolMode?: 'session' | 'transaction';
+  /** PostgreSQL only: how long to wait for another process's migrations (MIGRATION_LOCK_TIMEOUT_MS). */
+  migrationLockTimeoutMs?: number;
   /** PostgreSQL only: how often the idle LISTEN connection is checked, and the longest reconnect delay. */
   listenerHeartbeatMs?: number;
   listenerMaxBackoffMs?: number;
@@ -84,14 +99,29 @@ const DATABASE_TIMEOUT_DEFAULTS = {
   statementTimeoutMs: 10_000,
   listenerHeartbeatMs: 5000,
   listenerMaxBackoffMs: 5000,
+  migrationLockTimeoutMs: 45_000,
 };
 
 /** The store options of a server process, from its configuration. */
 export function databaseOptionsOf(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbConnectTimeoutMs' | 'dbAcquireTimeoutMs' | 'dbStatementTimeoutMs' | 'pgliteSharedBuffersMb'>,
+  config: Pick<
+    Config,
+    | 'databaseUrl'
+    | 'databaseListenUrl'
+    | 'databasePoolMode'
+    | 'migrationLockTimeoutMs'
+    | 'dataDir'
+    | 'dbConnectTimeoutMs'
+    | 'dbAcquireTimeoutMs'
+    | 'dbStatementTimeoutMs'
+    | 'pgliteSharedBuffersMb'
+  >,
 ): DatabaseOptions {
   return {
     databaseUrl: config.databaseUrl,
+    listenUrl: config.databaseListenUrl,
+    poolMode: config.databasePoolMode,
+    migrationLockTimeoutMs: config.migrationLockTimeoutMs,
     dataDir: config.dataDir,
     pgliteSharedBuffersMb: config.pgliteSharedBuffersMb,
     connectTimeoutMs: config.dbConnectTimeoutMs,
@@ -110,18 +140,25 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
   // Each driver is loaded only by the store that uses it (PGlite's start never loads pg).
   const { default: pg } = await import('pg');
   const { PgListener } = await import('./pg-listener.js');
+  const { withAdvisoryLock, statementDeadlineClient } = await import('./pg-session.js');
   // int8 (count(*), bigint ids) as a number on pg, as PGlite already does, so both drivers agree.
   pg.types.setTypeParser(20, (value: string) => Number(value));
   const timeouts = { ...DATABASE_TIMEOUT_DEFAULTS, ...definedOnly(options) };
+  const throughPgBouncer = options.poolMode === 'transaction';
   const connection = {
     connectionString,
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
-    statement_timeout: timeouts.statementTimeoutMs,
+    // PgBouncer refuses statement_timeout as a startup parameter (and, in transaction mode, a session
+    // SET would leak to other clients): there each statement is cancelled at the deadline instead
+    // (statementDeadlineClient, below).
+    ...(throughPgBouncer ? {} : { statement_timeout: timeouts.statementTimeoutMs }),
     // The server ends a slow statement at statement_timeout; no answer at all a second later means
     // the network or the server is gone (a black hole), and the client gives up on its own.
     query_timeout: timeouts.statementTimeoutMs + 1000,
     keepAlive: true,
   };
+  // LISTEN and the migration lock need a session of their own: a direct connection, not PgBouncer's.
+  const direct = { ...connection, connectionString: options.listenUrl ?? connectionString, statement_timeout: timeouts.statementTimeoutMs };
   const knex = knexFactory({
     client: 'pg',
     connection,
@@ -136,8 +173,16 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
       validate: (client: pg.Client & { readyForQuery?: boolean }) => client.readyForQuery === true,
     },
   });
+  if (throughPgBouncer) {
+    // Knex makes every pooled connection with `driver.Client`: this one cancels a statement at the deadline.
+    const driverClient = knex.client as { driver: typeof pg };
+    driverClient.driver = Object.assign(Object.create(driverClient.driver) as typeof pg, {
+      Client: statementDeadlineClient(pg, timeouts.statementTimeoutMs),
+    });
+    unnamedPooledReads(knex);
+  }
   const listener = new PgListener({
-    client: { ...connection, query_timeout: Math.min(connection.query_timeout, timeouts.listenerHeartbeatMs) },
+    client: { ...direct, query_timeout: Math.min(connection.query_timeout, timeouts.listenerHeartbeatMs) },
     heartbeatMs: timeouts.listenerHeartbeatMs,
     backoff: { minMs: Math.min(100, timeouts.listenerMaxBackoffMs), maxMs: timeouts.listenerMaxBackoffMs },
   });
@@ -147,6 +192,13 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
     listen: (channel, onPayload, listenOptions) => listener.listen(channel, { onPayload, onReconnect: listenOptions?.onReconnect }),
     listenerHealthy: () => listener.healthy(),
     storage: () => probeWrite(knex),
+    withMigrationLock: (work) =>
+      withAdvisoryLock(
+        { connectionString: direct.connectionString, connectionTimeoutMillis: direct.connectionTimeoutMillis },
+        MIGRATION_LOCK,
+        timeouts.migrationLockTimeoutMs,
+        work,
+      ),
     async close() {
       await listener.close();
       await knex.destroy();
@@ -154,10 +206,13 @@ async function openPostgres(connectionString: string, options: DatabaseOptions):
   };
 }
 
+/** The session advisory lock that serialises migrations (an arbitrary, fixed pair of keys: "cfs", "migrations"). */
+const MIGRATION_LOCK = { keys: [0x63_66_73, 1] as const, setting: 'MIGRATION_LOCK_TIMEOUT_MS', what: 'the migrations' };
+
 function definedOnly(options: DatabaseOptions): Partial<typeof DATABASE_TIMEOUT_DEFAULTS> {
-  const { connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs } = options;
+  const { connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs, migrationLockTimeoutMs } = options;
   return Object.fromEntries(
-    Object.entries({ connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs }).filter(
+    Object.entries({ connectTimeoutMs, acquireTimeoutMs, statementTimeoutMs, listenerHeartbeatMs, listenerMaxBackoffMs, migrationLockTimeoutMs }).filter(
       ([, value]) => value !== undefined,
     ),
   );
@@ -206,6 +261,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     // In-process notifications: nothing to lose.
     listenerHealthy: () => true,
     maintenance: async (sql) => (await statements.run(sql, [])).rows as Array<Record<string, unknown>>,
+    // One process owns DATA_DIR (its lock file), so nobody else can be migrating.
+    withMigrationLock: (work) => work(),
     async storage() {
       if (onDisk) {
         const space = await statfs(dataDir).catch(() => undefined);
@@ -224,9 +281,35 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   };
 }
 
-/** Runs every pending migration (the same list on PostgreSQL and PGlite). */
-export async function migrateLatest(knex: Knex): Promise<void> {
-  await knex.migrate.latest({ migrationSource });
+/** What a migration run did, and what the database holds that this code does not know. */
+export interface MigrationOutcome {
+  applied: string[];
+  /**
+   * Migrations recorded in the database but not in this code: a newer release migrated it (a rolling
+   * update). Additive migrations keep this code working (docs/operations.md, Migrations).
+   */
+  unknown: string[];
+}
+
+/**
+ * Runs every pending migration (the same list on PostgreSQL and PGlite). Migrations the database has
+ * and this code does not (a newer replica ran them) are reported, not refused: knex's own check
+ * ("migration directory is corrupt") would stop an older replica from restarting mid-rollout.
+ */
+export async function migrateLatest(knex: Knex): Promise<MigrationOutcome> {
+  const [, applied] = (await knex.migrate.latest({ migrationSource, disableMigrationsListValidation: true })) as [number, string[]];
+  const { unknown } = await readSchemaState(knex);
+  return { applied, unknown };
+}
+
+/**
+ * Migrates the store once however many processes start at the same time: every one waits for the
+ * migration lock (Database.withMigrationLock), and the first to hold it runs what is pending — knex's
+ * own tables (knex_migrations, knex_migrations_lock) are created inside the lock too, so they cannot
+ * race (knex/knex#3538) — while the others then find nothing left to do.
+ */
+export function migrate(db: Database): Promise<MigrationOutcome> {
+  return db.withMigrationLock(() => migrateLatest(db.knex));
 }
 
 /** Reverts every migration; used by the migration tests. */

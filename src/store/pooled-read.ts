@@ -95,9 +95,21 @@ interface HotRead {
 
 const hotReads = new WeakMap<TarnPool, HotReads>();
 
+/** Knex clients whose pooled reads must not be named (prepared): see `unnamedPooledReads`. */
+const unnamed = new WeakSet<object>();
+
+/**
+ * Pooled reads on `knex` run as unnamed statements (parsed and planned each time): for a pool through
+ * PgBouncer in transaction mode, where a statement prepared on one server connection is unknown on the
+ * next (Debian's PgBouncer 1.18 has no `max_prepared_statements`; docs/operations.md, PgBouncer).
+ */
+export function unnamedPooledReads(knex: Knex): void {
+  unnamed.add(knex.client as object);
+}
+
 function hotReadsOf(client: KnexDriverClient, pool: TarnPool): HotReads {
   let reads = hotReads.get(pool);
-  if (!reads) hotReads.set(pool, (reads = new HotReads(client, pool)));
+  if (!reads) hotReads.set(pool, (reads = new HotReads(client, pool, !unnamed.has(client))));
   return reads;
 }
 
@@ -125,6 +137,8 @@ class HotReads {
   constructor(
     private readonly client: KnexDriverClient,
     private readonly pool: TarnPool,
+    /** Whether a statement's name is used (prepared once per connection); not through PgBouncer in transaction mode. */
+    private readonly named: boolean,
   ) {}
 
   enqueue(read: HotRead): void {
@@ -151,7 +165,7 @@ class HotReads {
       const Query = connection.constructor.Query;
       if (!Query) throw new Error('pg connection without a Query class');
       const query = new Query(read.statement.text, read.values, (error, result) => done(error ?? undefined, result?.rows));
-      if (read.statement.name) query.name = read.statement.name;
+      if (read.statement.name && this.named) query.name = read.statement.name;
       connection.query(query);
     } catch (error) {
       done(error);

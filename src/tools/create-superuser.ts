@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import { describeStartupError } from '../startup-errors.js';
-import { databaseOptionsOf, migrateLatest, openDatabase } from '../store/database.js';
+import { databaseOptionsOf, migrate, openDatabase } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
 import { WriterService } from '../services/publishing/writer-service.js';
 
@@ -41,7 +41,7 @@ const db = await openDatabase(databaseOptionsOf(config)).catch((error: unknown) 
   process.exit(3);
 });
 try {
-  if (config.migrate) await migrateLatest(db.knex);
+  if (config.migrate) await migrate(db);
   const writers = new WriterService(db.knex, await TokenService.create(db.knex), config.accessTokenTtlSeconds);
   const created = await writers.ensureSuperuser(values.email, values.password, values.name ?? 'Superuser');
   process.stdout.write(created ? `created superuser ${values.email}\n` : `a user with email ${values.email} already exists; nothing changed\n`);

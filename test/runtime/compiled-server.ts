@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,6 +12,8 @@ import { ROOT } from '../support/template.js';
  */
 export interface CompiledServer {
   main: string;
+  /** bin/cfs-server.js of the build (a copy: Node runs a linked entry script from its real path, whose ../dist is the checkout's). */
+  bin: string;
   remove(): void;
 }
 
@@ -19,12 +21,13 @@ export async function buildServer(): Promise<CompiledServer> {
   const app = mkdtempSync(join(tmpdir(), 'cfs-compiled-'));
   await promisify(execFile)(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--out', join(app, 'dist')], { cwd: ROOT });
   for (const entry of ['contracts', 'docs', 'node_modules', 'package.json']) symlinkSync(join(ROOT, entry), join(app, entry));
-  return { main: join(app, 'dist/src/main.js'), remove: () => rmSync(app, { recursive: true, force: true }) };
+  cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
+  return { main: join(app, 'dist/src/main.js'), bin: join(app, 'bin/cfs-server.js'), remove: () => rmSync(app, { recursive: true, force: true }) };
 }
 
 /** Spawns the compiled server with exactly `env` on top of PATH (no DATABASE_URL or NODE_OPTIONS leak in). */
-export function spawnServer(main: string, env: Record<string, string>): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [main], {
+export function spawnServer(main: string, env: Record<string, string>, args: string[] = []): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [main, ...args], {
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,7 +109,7 @@ describe('Dockerfile', () => {
     expect(readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', 'data']));
   });
 
-  it('runs as a non-root user, on port 5000, with a node-based HEALTHCHECK and node itself as the exec-form CMD', () => {
+  it('runs as a non-root user, on port 5000, with a node-based HEALTHCHECK and node itself as the exec-form ENTRYPOINT (cfs-server, CMD start)', () => {
     const user = last('USER')?.args.split(':')[0];
     expect(user).toBeDefined();
     expect(['root', '0']).not.toContain(user);
@@ -121,7 +121,8 @@ describe('Dockerfile', () => {
     expect(healthcheck).not.toMatch(/\b(curl|wget)\b/);
 
     // PID 1 must be node: `npm start` (or a shell) as PID 1 would not pass docker stop's SIGTERM on.
-    expect(execForm(last('CMD')?.args ?? '')).toEqual(['node', 'dist/src/main.js']);
+    expect(execForm(last('ENTRYPOINT')?.args ?? '')).toEqual(['node', 'bin/cfs-server.js']);
+    expect(execForm(last('CMD')?.args ?? '')).toEqual(['start']);
   });
 });
 
@@ -145,6 +146,8 @@ describe('the container CMD', () => {
     app = mkdtempSync(join(tmpdir(), 'cfs-image-'));
     await run(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--out', join(app, 'dist')], { cwd: ROOT });
     for (const entry of ['contracts', 'docs', 'node_modules', 'package.json']) symlinkSync(join(ROOT, entry), join(app, entry));
+    // A copy, not a link: Node resolves a linked entry script to its real path, whose ../dist is the checkout's.
+    cpSync(join(ROOT, 'bin'), join(app, 'bin'), { recursive: true });
 
     const port = await freePort();
     env = { PATH: process.env.PATH, ...envOf(runtime), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' };
@@ -169,7 +172,7 @@ describe('the container CMD', () => {
   it(
     'answers the HEALTHCHECK, and on SIGTERM shuts down gracefully and exits 0 within the grace',
     async () => {
-      const [command = '', ...args] = execForm(last('CMD')?.args ?? '') ?? [];
+      const [command = '', ...args] = [...(execForm(last('ENTRYPOINT')?.args ?? '') ?? []), ...(execForm(last('CMD')?.args ?? '') ?? [])];
       expect(command).toBe('node');
       const child = spawn(process.execPath, args, { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let output = '';
