@@ -118,16 +118,17 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
         out.end();
         return;
       }
-      const sent = new Set<number>();
       // The highest seq shown (or started after): where a catch-up after missed notifications resumes.
       let cursor: number | undefined;
       let backlog: StoredCapture[] | undefined = [];
       // Views are built asynchronously (multipart parsing); events still go out in capture order.
       let writing = Promise.resolve();
       const send = (capture: StoredCapture) => {
-        if (sent.has(capture.seq)) return;
-        sent.add(capture.seq);
-        cursor = Math.max(cursor ?? 0, capture.seq);
+        // A route's seqs commit in order (WebhookRepository.storeBatch), so one at or below the
+        // cursor was shown already (replay and notification overlap) or committed before this
+        // stream's start: either way not an event for this client.
+        if (cursor !== undefined && capture.seq <= cursor) return;
+        cursor = capture.seq;
         const view = webhooks.view(capture);
         writing = writing.then(async () => {
           const event = `id: ${capture.seq}\ndata: ${JSON.stringify(await view)}\n\n`;

@@ -156,10 +156,21 @@ export class WebhookRepository {
 
   /**
    * Stores one group commit in ONE statement (one round trip, atomic, no explicit transaction):
-   * inserts the captures of live routes (a route deleted or expired meanwhile gets nothing stored,
-   * whatever a cache believed: the join sees the route row, the foreign key check sees commits
-   * made since), adds them to each route's count and NOTIFYs their sequence numbers (delivered on
-   * commit). Routes that went over `maxPerRoute` are trimmed oldest-first right after.
+   * adds the captures to each live route's count, inserts them (a route deleted or expired
+   * meanwhile gets nothing stored, whatever a cache believed: the count's UPDATE finds no live row
+   * for it) and NOTIFYs their sequence numbers (delivered on commit). Routes that went over
+   * `maxPerRoute` are trimmed oldest-first right after.
+   *
+   * Sequence numbers in commit order. A route's `seq` is its event stream's id (SSE `id:`,
+   * `Last-Event-ID`, the list cursor), so a capture must never commit after one of the same route
+   * with a higher seq: a client that got the higher one and resumes from it would skip it. nextval
+   * hands numbers out at insert, and batches of several processes commit in any order, so the
+   * statement first locks the route rows (the count's UPDATE, which it needed anyway) and only then
+   * inserts: the INSERT reads the UPDATE's output, so a row's nextval runs after its route row is
+   * locked, and that lock is held until commit. A later batch of the same route waits for it and
+   * takes its numbers after this commit; a batch that fails leaves a gap, never a late row. Per
+   * route is enough: every stream, resume and cursor is one route's (docs/webhooks.md, "Live events
+   * in commit order"). Tested in test/store/webhook-capture-order.test.ts.
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
     // The captures go as 14 array parameters unnested in SQL: the statement text is the same for every
@@ -189,18 +200,21 @@ export class WebhookRepository {
       `WITH v AS (
          SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[])
            WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature, ord)
+       ), added AS (
+         SELECT route_id, count(*)::int AS n FROM v GROUP BY route_id
+       ), counted AS (
+         UPDATE webhook_routes r SET request_count = r.request_count + added.n FROM added
+         WHERE r.id = added.route_id AND r.expires_at > now()
+         RETURNING r.id, r.request_count
        ), ins AS (
          INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature)
          SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version, v.signature
-         FROM v JOIN webhook_routes r ON r.id = v.route_id AND r.expires_at > now()
+         FROM v JOIN counted ON counted.id = v.route_id
          ORDER BY v.ord
          RETURNING id, route_id, seq
-       ), added AS (
-         SELECT route_id, count(*)::int AS n, string_agg(seq::text, ',' ORDER BY seq) AS seqs FROM ins GROUP BY route_id
-       ), counted AS (
-         UPDATE webhook_routes r SET request_count = r.request_count + added.n FROM added WHERE r.id = added.route_id RETURNING r.id, r.request_count
        ), notified AS (
-         SELECT pg_notify(?, ${capturedEventSql('route_id', 'seqs')}) FROM added
+         SELECT pg_notify(?, ${capturedEventSql('route_id', 'seqs')})
+         FROM (SELECT route_id, string_agg(seq::text, ',' ORDER BY seq) AS seqs FROM ins GROUP BY route_id) AS stored
        )
        SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
        FROM ins JOIN counted ON counted.id = ins.route_id`,
