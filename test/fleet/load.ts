@@ -7,11 +7,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { ProjectService } from '../../generated/proto/cloud/iam/v1/project_service_pb.js';
+import { GrpcCallError, GrpcTestClient } from '../support/grpc.js';
 import type { Command, LimitsResult, LoadTargets, PhaseResult, Report, Tally } from './messages.js';
 
 function send(report: Report): void {
@@ -132,18 +132,17 @@ async function signIn(name: string, password: string, localAddress?: string): Pr
 
 // ---- gRPC through the L4 frontend ----------------------------------------------------------------
 
-interface Rpc {
-  instances: Client<typeof InstanceService>;
-  operations: Client<typeof OperationService>;
+/**
+ * One @grpc/grpc-js channel with a subchannel pool of its own: one long-lived HTTP/2 connection (grpc-js
+ * shares one connection between channels to one address otherwise), reconnecting after a GOAWAY and
+ * retrying a stream the server refused unprocessed (REFUSED_STREAM) transparently, as gRPC specifies.
+ * connect-node (2.1) does not retry those: its calls fail `internal` when they race a GOAWAY.
+ */
+function rpcClient(): GrpcTestClient {
+  return new GrpcTestClient(`http://127.0.0.1:${targets.grpcPort}`, { 'grpc.use_local_subchannel_pool': 1 });
 }
 
-/** One transport is one HTTP/2 connection (connect-node's session manager), kept for the whole run. */
-function rpcClient(): Rpc {
-  const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${targets.grpcPort}`, idleConnectionTimeoutMs: 600_000 });
-  return { instances: createClient(InstanceService, transport), operations: createClient(OperationService, transport) };
-}
-
-const rpcHeaders = () => ({ authorization: `Bearer ${token}` });
+const rpcOptions = (headers: Record<string, string> = {}) => ({ token, headers });
 
 async function setup(): Promise<void> {
   const signedIn = await signIn(targets.admin.name, targets.admin.password);
@@ -151,13 +150,13 @@ async function setup(): Promise<void> {
   const session = JSON.parse(signedIn.body) as { accessToken: string; user: { id: string } };
   token = session.accessToken;
   adminId = session.user.id;
-  const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${targets.grpcPort}` });
-  const project = await createClient(ProjectService, transport).getByName({ parentId: '', name: 'default' }, { headers: rpcHeaders() });
-  projectId = project.metadata?.id ?? '';
   const rpc = rpcClient();
-  const operation = await rpc.instances.create({ metadata: { parentId: projectId, name: 'fleet-read' } }, { headers: rpcHeaders() });
-  while (!(await rpc.operations.get({ id: operation.id }, { headers: rpcHeaders() })).status) await pause(50);
+  const project = await rpc.call(ProjectService.method.getByName, { parentId: '', name: 'default' }, rpcOptions());
+  projectId = project.message.metadata?.id ?? '';
+  const operation = (await rpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name: 'fleet-read' } }, rpcOptions())).message;
+  while (!(await rpc.call(OperationService.method.get, { id: operation.id }, rpcOptions())).message.status) await pause(50);
   instanceId = operation.resourceId;
+  rpc.close();
   for (const name of targets.phases) {
     const created = await request('POST', '/routes', {});
     if (created.status !== 201) throw new Error(`POST /routes answered ${created.status}: ${created.body}`);
@@ -218,7 +217,7 @@ function startLoad(): void {
     const rpc = rpcClient();
     loop(10, async () => {
       try {
-        await rpc.instances.get({ id: instanceId }, { headers: rpcHeaders() });
+        await rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions());
         tally('grpc get', true);
       } catch (error) {
         tally('grpc get', describe(error));
@@ -239,24 +238,24 @@ async function capture(): Promise<void> {
   if (answer.status === 200) result.captures.push({ id: (JSON.parse(answer.body) as { requestId: string }).requestId, marker });
 }
 
+/** The codes a careful client retries with the same idempotency key (the call may or may not have run). */
+const RETRIED = [GrpcStatus.UNAVAILABLE, GrpcStatus.UNKNOWN, GrpcStatus.INTERNAL, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED];
+
 /** Create with an idempotency key, retried with the same key after a failed attempt, as a careful client does. */
-async function createInstance(rpc: Rpc): Promise<void> {
+async function createInstance(rpc: GrpcTestClient): Promise<void> {
   const at = phase;
   const key = randomUUID();
   const name = `fleet-vm-${++counter}`;
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      const operation = await rpc.instances.create(
-        { metadata: { parentId: projectId, name } },
-        { headers: { ...rpcHeaders(), 'x-idempotency-key': key }, timeoutMs: 30_000 },
-      );
+      const operation = (await rpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name } }, rpcOptions({ 'x-idempotency-key': key })))
+        .message;
       tally('grpc create', true);
       results.get(at)?.operations.push({ id: operation.id, resourceId: operation.resourceId });
       return;
     } catch (error) {
       tally('grpc create', describe(error));
-      if (!(error instanceof ConnectError) || ![Code.Unavailable, Code.Unknown, Code.Internal, Code.DeadlineExceeded, Code.Aborted].includes(error.code))
-        return;
+      if (!(error instanceof GrpcCallError) || !RETRIED.includes(error.code)) return;
       const result = results.get(at);
       if (result && attempt === 0) result.retriedKeys++;
       await pause(200);
@@ -408,7 +407,7 @@ function startSpread(connections: number): void {
       (async () => {
         while (state.running) {
           try {
-            await rpc.instances.get({ id: instanceId }, { headers: rpcHeaders() });
+            await rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions());
             tally('grpc get', true, { 'grpc get': state.tally });
           } catch (error) {
             tally('grpc get', describe(error), { 'grpc get': state.tally });
