@@ -1,3 +1,5 @@
+import { parseTrustProxy, type TrustProxy } from './services/client-address.js';
+
 /**
  * Configuration comes from the environment only and is validated once at start: a malformed value
  * stops the process with a message naming the variable, rather than failing later mid-request.
@@ -60,6 +62,10 @@ export interface Config {
   http2StallTimeoutMs: number;
   /** HTTP/2: an address whose session was closed for abuse has its new connections refused this long. */
   http2AbuseCooldownMs: number;
+  /** Proxies whose word about the client (X-Forwarded-For, Forwarded, PROXY protocol) is believed; undefined = none (docs/hardening.md). */
+  trustProxy: TrustProxy | undefined;
+  /** Accept PROXY protocol v1/v2 headers from trusted peers on the listener. */
+  proxyProtocol: boolean;
   /** Opening the store, migrating and binding the port must finish within this, or the process exits naming the setting at fault. */
   startupTimeoutMs: number;
   // --- article publishing (docs/publishing.md) ---
@@ -200,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000),
     ...connectionAge(env),
     ...connectionTimeouts(env),
+    ...proxies(env),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 1000, 600_000),
     // --- article publishing ---
     superuserEmail,
@@ -309,6 +316,24 @@ function connectionAge(env: Env): Pick<Config, 'maxConnectionAgeMs' | 'maxConnec
   if (maxConnectionAgeMs !== 0 && maxConnectionAgeMs < 1000)
     throw new ConfigError(`MAX_CONNECTION_AGE_MS must be 0 (off) or at least 1000, got ${maxConnectionAgeMs}`);
   return { maxConnectionAgeMs, maxConnectionAgeGraceMs: integer(env, 'MAX_CONNECTION_AGE_GRACE_MS', 10_000, 0, 3_600_000) };
+}
+
+/** `TRUST_PROXY` and `PROXY_PROTOCOL` (docs/hardening.md, "Behind a proxy or load balancer"). */
+function proxies(env: Env): Pick<Config, 'trustProxy' | 'proxyProtocol'> {
+  const raw = optional(env, 'TRUST_PROXY');
+  let trustProxy: TrustProxy | undefined;
+  if (raw !== undefined && raw !== 'false') {
+    try {
+      trustProxy = parseTrustProxy(raw);
+    } catch (error) {
+      throw new ConfigError(
+        `TRUST_PROXY must be a hop count (1, 2, …) or a comma list of CIDRs and the names loopback, private, linklocal: ${(error as Error).message}`,
+      );
+    }
+  }
+  const proxyProtocol = boolean(env, 'PROXY_PROTOCOL', false);
+  if (proxyProtocol && !trustProxy) throw new ConfigError('PROXY_PROTOCOL=true needs TRUST_PROXY: it names the peers allowed to send PROXY headers');
+  return { trustProxy, proxyProtocol };
 }
 
 function webhookPublicUrl(env: Env): string | undefined {

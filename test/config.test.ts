@@ -15,7 +15,17 @@ describe('loadConfig', () => {
       adminPassword: undefined,
       signInMaxFailures: 5,
       signInWindowSeconds: 300,
+      trustProxy: undefined,
+      proxyProtocol: false,
     });
+  });
+
+  test('reads TRUST_PROXY as a hop count or a list of blocks, and PROXY_PROTOCOL with it', () => {
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toEqual({ hops: 2 });
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBeUndefined();
+    const listed = loadConfig({ TRUST_PROXY: '10.0.0.0/8, fd00::/8, loopback', PROXY_PROTOCOL: 'true' });
+    expect(listed.trustProxy?.ranges).toHaveLength(4);
+    expect(listed.proxyProtocol).toBe(true);
   });
 
   test('reads every users-related variable', () => {
@@ -65,6 +75,10 @@ describe('loadConfig', () => {
     ['a fractional SIGNIN_WINDOW_SECONDS', { given: { SIGNIN_WINDOW_SECONDS: '1.5' }, want: 'SIGNIN_WINDOW_SECONDS' }],
     ['a DATABASE_URL of another database', { given: { DATABASE_URL: 'mysql://root@localhost/app' }, want: 'DATABASE_URL' }],
     ['TLS_CERT without TLS_KEY', { given: { TLS_CERT: '/tmp/cert.pem' }, want: 'TLS_KEY' }],
+    ['a TRUST_PROXY of everyone', { given: { TRUST_PROXY: 'true' }, want: 'TRUST_PROXY' }],
+    ['a TRUST_PROXY block with a bad prefix', { given: { TRUST_PROXY: '10.0.0.0/40' }, want: 'TRUST_PROXY' }],
+    ['a TRUST_PROXY of zero hops', { given: { TRUST_PROXY: '0' }, want: 'TRUST_PROXY' }],
+    ['PROXY_PROTOCOL without TRUST_PROXY', { given: { PROXY_PROTOCOL: 'true' }, want: 'TRUST_PROXY' }],
   ];
 
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {

@@ -597,10 +597,18 @@ export interface components {
                 reason: "no_signature_header" | "malformed_header" | "timestamp_outside_tolerance" | "no_signature_matches" | null;
             } | null;
             /**
-             * @description The peer address of the connection.
+             * @description The client's address: the peer of the connection, or behind proxies the server trusts (`TRUST_PROXY`) the client they name (`X-Forwarded-For`, `Forwarded`, PROXY protocol).
              * @example 127.0.0.1
              */
             remoteAddress: string;
+            /**
+             * @description The trusted proxies the request came through, farthest first; the last is the peer of the connection. Absent when the client connected directly.
+             * @example [
+             *       "10.0.0.7",
+             *       "10.0.0.2"
+             *     ]
+             */
+            proxyChain?: string[];
             /**
              * @description `1.0`, `1.1` or `2.0`.
              * @example 1.1

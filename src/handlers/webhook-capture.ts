@@ -5,6 +5,7 @@ import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
 import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
 import { AppError, isStorageFull, STORAGE_FULL_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';
+import { clientOf } from '../http/request-client.js';
 
 const NO_SUCH_ROUTE = 'No such route (it may have expired).';
 
@@ -56,6 +57,7 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
   async function captureAndAnswer(req: NodeRequest, res: NodeResponse, requestId: string, route: RouteRow, receivedAt: Date): Promise<string> {
     const body = await readCapped(req, maxBody);
     if (!body) return '/{routeId}'; // the client went away before the body was complete
+    const client = clientOf(req);
     const record = captureWebhookRequest({
       id: randomUUID(),
       routeId: route.id,
@@ -64,7 +66,8 @@ export function createCaptureHandler(webhooks: WebhookService, maxBody: number, 
       target: req.url ?? '/',
       rawHeaders: req.rawHeaders,
       body,
-      remoteAddress: req.socket?.remoteAddress,
+      remoteAddress: client.address,
+      proxyChain: client.proxies,
       httpVersion: req.httpVersion,
     });
     let outcome;

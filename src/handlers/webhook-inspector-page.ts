@@ -5,6 +5,7 @@ import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
 import { baseUrlOf } from './webhooks.js';
+import { clientAddressOf, clientOf } from '../http/request-client.js';
 import type { Config } from '../config.js';
 
 /**
@@ -64,7 +65,7 @@ export function createInspectorPages(webhooks: WebhookService, config: Config) {
     async openNew(req: NodeRequest, res: NodeResponse): Promise<void> {
       let route;
       try {
-        route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers), req.socket?.remoteAddress);
+        route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers, clientOf(req)), clientAddressOf(req));
       } catch (error) {
         if (!(error instanceof AppError && error.code === 'resource_exhausted')) throw error;
         writeProblem(res, error);

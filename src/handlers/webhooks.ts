@@ -2,16 +2,12 @@ import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
 import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
+import type { ResolvedClient } from '../services/client-address.js';
+import { servingOriginOf } from '../http/serving-origin.js';
 
-/** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the request's own scheme and Host. */
-export function baseUrlOf(config: Config, headers: NodeRequest['headers']): string {
-  if (config.webhookPublicUrl) return config.webhookPublicUrl;
-  const forwarded = String(headers['x-forwarded-proto'] ?? '')
-    .split(',')[0]
-    ?.trim();
-  const scheme = forwarded === 'https' || forwarded === 'http' ? forwarded : config.tlsCert ? 'https' : 'http';
-  const host = String(headers.host ?? headers[':authority'] ?? '');
-  return `${scheme}://${/^[A-Za-z0-9.\-:[\]]+$/.test(host) ? host : `localhost:${config.port}`}`;
+/** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the origin the request was sent to (`servingOriginOf`). */
+export function baseUrlOf(config: Config, headers: NodeRequest['headers'], client: ResolvedClient): string {
+  return config.webhookPublicUrl ?? servingOriginOf(config, headers, client);
 }
 
 /** The operations the contract engine serves; capture, the page and the event stream are served by the module itself. */
@@ -41,7 +37,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
   return {
     createRoute: async (call) => ({
       status: 201,
-      body: await webhooks.createRoute(call.body, baseUrlOf(config, call.headers), call.remoteAddress),
+      body: await webhooks.createRoute(call.body, baseUrlOf(config, call.headers, call.client), call.remoteAddress),
     }),
     inspectRoute: async (call) => ({
       status: 200,
@@ -55,7 +51,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
     }),
     exportRouteHar: async (call) => {
       const query = { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method };
-      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers));
+      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers, call.client));
       const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.routeId}.har"` };
       if (next !== null) {
         const params = new URLSearchParams({ limit: String(query.limit), before: next });
@@ -87,12 +83,12 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
     },
     getCapturedRequestHar: async (call) => ({
       status: 200,
-      body: await webhooks.captureHar(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers)),
+      body: await webhooks.captureHar(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers, call.client)),
       headers: { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.requestId.toLowerCase()}.har"` },
     }),
     getCapturedRequestCurl: async (call) => ({
       status: 200,
-      body: Buffer.from(await webhooks.captureCurl(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers), call.query.url)),
+      body: Buffer.from(await webhooks.captureCurl(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers, call.client), call.query.url)),
       contentType: 'text/plain; charset=utf-8',
       headers: { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
     }),

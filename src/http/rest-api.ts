@@ -7,6 +7,8 @@ import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode
 import { findUnsafeNumber } from '../engines/json-numbers/index.js';
 import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
+import { clientOf } from './request-client.js';
+import type { ResolvedClient } from '../services/client-address.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -18,7 +20,10 @@ export interface RestCall<Body = unknown, Params = Record<string, string>, Query
   query: Query;
   body: Body;
   headers: NodeRequest['headers'];
+  /** The client's address, through trusted proxies (`TRUST_PROXY`); empty when unknown. */
   remoteAddress: string;
+  /** How the client was found: the address, the trusted proxies in between, whether their headers are believed. */
+  client: ResolvedClient;
   requestId: string;
   /** Results of the contract's security handlers that accepted the request, by scheme name. */
   security: Record<string, unknown>;
@@ -250,10 +255,12 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       query: {},
       body: undefined,
       headers: req.headers,
-      remoteAddress: req.socket?.remoteAddress ?? '',
+      remoteAddress: '',
+      client: clientOf(req),
       requestId,
       security: {},
     };
+    call.remoteAddress = call.client.address ?? '';
     const send = (reply: RestReply) => {
       try {
         sendReply(res, reply, options.commonHeaders, head);

@@ -41,6 +41,8 @@ import { grpcHealthModule } from '../handlers/grpc-health.js';
 import { PgliteAnalyzer } from '../store/pglite-analyzer.js';
 import { requestLogFields } from '../logger.js';
 import { createContextValues } from '@connectrpc/connect';
+import { clientAddressOf, connectionAddressOf, proxiedSourceOf, resolveRequestClient } from '../http/request-client.js';
+import { resolveClientAddress } from '../services/client-address.js';
 
 /** The log fields of a request served while the logger writes nothing (never read). */
 const NO_LOG_FIELDS: Record<string, string> = Object.freeze({});
@@ -138,10 +140,31 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     status: number,
     started: number,
     trace: Record<string, string>,
+    /** The request, or (native gRPC, which has none) a function that finds its client. */
+    client: NodeRequest | (() => string | undefined),
     grpcStatus?: number,
   ) => {
     if (!logger.isLevelEnabled('info')) return;
-    logger.info({ requestId, method, route, status, grpcStatus, ms: Math.round((performance.now() - started) * 10) / 10, ...trace }, 'request');
+    logger.info(
+      {
+        requestId,
+        method,
+        route,
+        status,
+        grpcStatus,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        remoteAddress: typeof client === 'function' ? client() : clientAddressOf(client),
+        ...trace,
+      },
+      'request',
+    );
+  };
+  /** The client of a native gRPC call (the fast path has no request object to keep it on). */
+  const streamClientAddress = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): string | undefined => {
+    const socket = stream.session?.socket;
+    if (!config.trustProxy) return connectionAddressOf(socket);
+    const facts = { peer: socket?.remoteAddress, proxied: proxiedSourceOf(socket), xForwardedFor: headers['x-forwarded-for'], forwarded: headers.forwarded };
+    return resolveClientAddress(facts, config.trustProxy).address;
   };
   const grpcUnary = createGrpcUnaryHandler({ services: grpcUnaryServices(rpcServices), maxMessageBytes: config.rpcMaxMessageBytes });
 
@@ -149,6 +172,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     const started = performance.now();
     const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
+    // Behind trusted proxies: the client, found once from the forwarding headers (nothing without TRUST_PROXY).
+    resolveRequestClient(req, config.trustProxy);
     // W3C trace context: the caller's trace (or a new one), this request's span on the response and
     // in every log line written while serving it.
     const trace = traceContextOf(req.headers.traceparent);
@@ -158,7 +183,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     if (repeatsHost(req.rawHeaders)) {
       if (req.httpVersionMajor === 1) res.setHeader('connection', 'close');
       sendReply(res, renderServerError(new AppError('invalid_argument', 'A request must carry exactly one Host header.')), undefined, req.method === 'HEAD');
-      logRequest(requestId, req.method, 'repeated Host', 400, started, NO_LOG_FIELDS);
+      logRequest(requestId, req.method, 'repeated Host', 400, started, NO_LOG_FIELDS, req);
       return;
     }
     // HTTP/1.1 and HTTP/2 REST: the fields reach every log line through AsyncLocalStorage, whose
@@ -222,7 +247,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
       };
     }
     const finished = (template: string) => {
-      logRequest(requestId, req.method, template, res.statusCode, started, logFields);
+      logRequest(requestId, req.method, template, res.statusCode, started, logFields, req);
       metrics?.recordRequest(
         protocol,
         operation ? operation(template) : restOperation(req.method, template),
@@ -273,7 +298,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
           headers,
           requestId,
           (code) => {
-            logRequest(requestId, 'POST', path, 200, started, logFields, code);
+            logRequest(requestId, 'POST', path, 200, started, logFields, () => streamClientAddress(stream, headers), code);
             metrics?.recordRequest('grpc', rpcPaths.has(path) ? path.slice(1) : 'unmatched', grpcCodeName(code), (performance.now() - started) / 1000);
           },
           { traceparent: formatTraceparent(trace) },
@@ -297,6 +322,8 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     http2Guard,
     maxAgeMs: config.maxConnectionAgeMs,
     maxAgeGraceMs: config.maxConnectionAgeGraceMs,
+    trustProxy: config.trustProxy,
+    proxyProtocol: config.proxyProtocol,
   });
   for (const module of modules) await module.start?.();
 

@@ -52,7 +52,8 @@ interface Pending {
  * is sent GOAWAY ENHANCE_YOUR_CALM and destroyed at once, and its address is refused new
  * connections for a cool-down, so a flood costs the server a bounded amount of work per address.
  * A stream reset for stalling counts as a reset of its session. Addresses are counted by
- * `clientKey` (IPv6 per /64).
+ * `clientKey` (IPv6 per /64). A trusted proxy's connection carries many clients the guard cannot
+ * tell apart, so each of its sessions counts as an address of its own (`watch`'s `pooled`).
  */
 export class Http2Guard {
   private readonly addresses = new Map<string, AddressState>();
@@ -60,6 +61,8 @@ export class Http2Guard {
   private readonly pending = new Map<http2.ServerHttp2Stream, Pending>();
   private readonly now: () => number;
   private stallTimer: NodeJS.Timeout | undefined;
+  /** Numbers the sessions of trusted proxies, which are not pooled by address. */
+  private unpooled = 0;
 
   constructor(private readonly options: Http2GuardOptions) {
     this.now = options.now ?? Date.now;
@@ -72,9 +75,13 @@ export class Http2Guard {
     return true;
   }
 
-  /** Watches a new session from `address`: its streams, resets and stalled answers. */
-  watch(session: http2.ServerHttp2Session, address: string | undefined): void {
-    const key = clientKey(address);
+  /**
+   * Watches a new session from `address`: its streams, resets and stalled answers. Unless `pooled`
+   * is false (a trusted proxy's session), it shares the address's bounds and cool-down with every
+   * other session of that address.
+   */
+  watch(session: http2.ServerHttp2Session, address: string | undefined, pooled = true): void {
+    const key = pooled ? clientKey(address) : `proxy session ${++this.unpooled}`;
     let state = this.addresses.get(key);
     if (!state) {
       state = { key, sessions: new Set(), openStreams: 0, rate: freshWindow(this.now()), cooldownUntil: 0 };

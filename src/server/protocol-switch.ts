@@ -3,6 +3,9 @@ import type http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { Http2Guard } from './http2-guard.js';
+import { readProxyHeader } from './proxy-protocol.js';
+import { PROXIED_SOURCE, connectionAddressOf, proxiedSourceOf } from '../http/request-client.js';
+import { inRanges, resolveClientAddress, type TrustProxy } from '../services/client-address.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
@@ -29,6 +32,17 @@ export interface OnePortOptions {
    */
   maxAgeMs?: number;
   maxAgeGraceMs?: number;
+  /**
+   * Trusted proxies (`TRUST_PROXY`): with `proxyProtocol`, the peers that may send a PROXY header
+   * (any peer for a hop count); the HTTP/2 guard counts each session of a trusted HTTP proxy alone.
+   */
+  trustProxy?: TrustProxy | undefined;
+  /**
+   * Read a PROXY protocol v1/v2 header before HTTP or TLS when a connection starts with one, within
+   * `firstByteTimeoutMs`. A trusted peer's header names the connection's client; an untrusted peer's,
+   * or a malformed one, closes the connection. A connection without one is served as is (health checks).
+   */
+  proxyProtocol?: boolean;
 }
 
 export interface OnePortServer {
@@ -88,6 +102,9 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
   const handOn = (connection: Connection, wire: net.Socket, protocol: 'http1' | 'http2') => {
     connection.wire = wire;
     connection.protocol = protocol;
+    // The HTTP servers see the TLS socket: it carries the PROXY header's client too.
+    const proxied = proxiedSourceOf(connection.raw);
+    if (proxied !== undefined && wire !== connection.raw) (wire as net.Socket & { [PROXIED_SOURCE]?: string })[PROXIED_SOURCE] = proxied;
     byWire.set(wire, connection);
     if (protocol === 'http2') {
       // node:http2 makes the session (and emits 'session') within this call.
@@ -117,13 +134,13 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     });
     // After a hand-over the HTTP server handles socket errors; before, nothing else listens.
     raw.on('error', () => raw.destroy());
-    if (closing || options.http2Guard?.refuses(raw.remoteAddress)) raw.destroy();
+    if (closing) raw.destroy();
     return connection;
   };
 
-  let server: net.Server;
+  let secure: tls.Server | undefined;
   if (options.tls) {
-    const secure = tls.createServer({ ...options.tls, ALPNProtocols: ['h2', 'http/1.1'], handshakeTimeout: options.firstByteTimeoutMs }, (socket) => {
+    secure = tls.createServer({ ...options.tls, ALPNProtocols: ['h2', 'http/1.1'], handshakeTimeout: options.firstByteTimeoutMs }, (socket) => {
       const connection = handshaking.get(addressKey(socket));
       handshaking.delete(addressKey(socket));
       if (!connection || closing) {
@@ -132,38 +149,105 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
       }
       handOn(connection, socket, socket.alpnProtocol === 'h2' ? 'http2' : 'http1');
     });
-    secure.on('connection', (raw: net.Socket) => {
-      const connection = track(raw);
-      const key = addressKey(raw);
-      handshaking.set(key, connection);
-      raw.once('close', () => handshaking.delete(key));
-    });
     // A failed or timed-out handshake (handshakeTimeout). With a listener, closing is ours to do.
     secure.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => {
       handshaking.get(addressKey(socket))?.raw.destroy();
       socket.destroy();
     });
-    server = secure;
-  } else {
-    server = net.createServer((raw) => {
-      const connection = track(raw);
-      const silent = setTimeout(() => raw.destroy(), options.firstByteTimeoutMs);
-      raw.once('close', () => clearTimeout(silent));
-      raw.once('readable', function route() {
-        const head: Buffer | null = raw.read();
-        if (head === null) {
-          raw.once('readable', route);
-          return;
-        }
-        clearTimeout(silent);
-        // A preface split across packets is rare; fewer bytes than the preface that match it so far count as HTTP/2.
-        const compared = Math.min(head.length, PREFACE.length);
-        const isHttp2 = head.subarray(0, compared).equals(PREFACE.subarray(0, compared));
-        raw.unshift(head);
-        handOn(connection, raw, isHttp2 ? 'http2' : 'http1');
-      });
-    });
   }
+
+  /** Cleartext: the first bytes tell HTTP/2's preface from HTTP/1.x. */
+  const routeByPreface = (connection: Connection, silent: NodeJS.Timeout) => {
+    const raw = connection.raw;
+    const route = () => {
+      const head: Buffer | null = raw.read();
+      if (head === null) {
+        raw.once('readable', route);
+        return;
+      }
+      clearTimeout(silent);
+      // A preface split across packets is rare; fewer bytes than the preface that match it so far count as HTTP/2.
+      const compared = Math.min(head.length, PREFACE.length);
+      const isHttp2 = head.subarray(0, compared).equals(PREFACE.subarray(0, compared));
+      raw.unshift(head);
+      handOn(connection, raw, isHttp2 ? 'http2' : 'http1');
+    };
+    route();
+  };
+
+  /** Once the client is known (after a PROXY header, if any): refuse it if it is cooling down, else TLS or HTTP. */
+  const proceed = (connection: Connection, silent: NodeJS.Timeout) => {
+    const raw = connection.raw;
+    if (options.http2Guard && !viaTrustedProxy(raw) && options.http2Guard.refuses(connectionAddressOf(raw))) {
+      raw.destroy();
+      return;
+    }
+    if (!secure) {
+      routeByPreface(connection, silent);
+      return;
+    }
+    // TLS has its own deadline (handshakeTimeout); bytes read past a PROXY header were pushed back and reach it.
+    clearTimeout(silent);
+    const key = addressKey(raw);
+    handshaking.set(key, connection);
+    raw.once('close', () => handshaking.delete(key));
+    secure.emit('connection', raw);
+  };
+
+  /** Whether the connection's nearest HTTP hop is a trusted proxy (its clients are not its own). */
+  const viaTrustedProxy = (socket: net.Socket | undefined): boolean =>
+    options.trustProxy !== undefined &&
+    socket !== undefined &&
+    resolveClientAddress({ peer: socket.remoteAddress, proxied: proxiedSourceOf(socket) }, options.trustProxy).headersTrusted;
+
+  /** Whether `peer` may send a PROXY header: in TRUST_PROXY's blocks, or anyone when it is a hop count. */
+  const maySendProxyHeader = (peer: string | undefined): boolean => {
+    const trust = options.trustProxy;
+    if (!trust || peer === undefined) return false;
+    return trust.ranges ? inRanges(peer, trust.ranges) : true;
+  };
+
+  /**
+   * Reads a PROXY header if the connection starts with one (v1 at most 107 bytes, v2 16 + its
+   * length); the bytes after it are pushed back. Malformed, or sent by a peer not trusted: closed.
+   */
+  const readProxy = (connection: Connection, silent: NodeJS.Timeout) => {
+    const raw = connection.raw;
+    let head: Buffer | undefined;
+    const onReadable = () => {
+      let chunk: Buffer | null;
+      while ((chunk = raw.read()) !== null) head = head ? Buffer.concat([head, chunk]) : chunk;
+      if (!head) {
+        raw.once('readable', onReadable);
+        return;
+      }
+      const found = readProxyHeader(head);
+      if (found.kind === 'incomplete') {
+        raw.once('readable', onReadable);
+        return;
+      }
+      if (found.kind === 'invalid' || (found.kind === 'header' && !maySendProxyHeader(raw.remoteAddress))) {
+        raw.destroy();
+        return;
+      }
+      if (found.kind === 'header') {
+        if (found.source !== undefined) (raw as net.Socket & { [PROXIED_SOURCE]?: string })[PROXIED_SOURCE] = found.source;
+        head = head.subarray(found.length);
+      }
+      if (head.length > 0) raw.unshift(head);
+      proceed(connection, silent);
+    };
+    onReadable();
+  };
+
+  const server = net.createServer((raw) => {
+    const connection = track(raw);
+    if (raw.destroyed) return;
+    const silent = setTimeout(() => raw.destroy(), options.firstByteTimeoutMs);
+    raw.once('close', () => clearTimeout(silent));
+    if (options.proxyProtocol) readProxy(connection, silent);
+    else proceed(connection, silent);
+  });
 
   // HTTP/1: count requests in flight per connection, so shutdown closes exactly the idle ones, and
   // never execute a request that will not be answered. node:http keeps reading a connection after a
@@ -198,7 +282,8 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
   // stays idle for as long again, it is destroyed. Any frame restarts the timer (Node's own).
   h2.on('session', (session: http2.ServerHttp2Session) => {
     sessions.add(session);
-    options.http2Guard?.watch(session, session.socket?.remoteAddress);
+    const socket = session.socket as net.Socket | undefined;
+    options.http2Guard?.watch(session, connectionAddressOf(socket), !viaTrustedProxy(socket));
     const onIdle = () => {
       if (session.closed) {
         session.destroy();

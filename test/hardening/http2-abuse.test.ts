@@ -12,7 +12,11 @@ const LIMITS = {
   HTTP2_MAX_STREAMS_PER_ADDRESS: '8',
   HTTP2_STALL_TIMEOUT_MS: '400',
   HTTP2_ABUSE_COOLDOWN_MS: '5000',
+  // One trusted proxy (docs/hardening.md, "Behind a proxy or load balancer"); every attacker above is untrusted.
+  TRUST_PROXY: '127.0.0.6/32',
+  PROXY_PROTOCOL: 'true',
 };
+const TRUSTED_PROXY = '127.0.0.6';
 /** The attacker's own loopback address; the bystander connects from 127.0.0.1. Each case uses its own. */
 const ATTACKERS = { rapidReset: '127.0.0.2', stalled: '127.0.0.3', bound: '127.0.0.4', streamFlood: '127.0.0.5' };
 /** How much later than its timeout a stream may be reset (timer checks on a loaded machine). */
@@ -146,5 +150,45 @@ test('a session opening more than HTTP2_MAX_STREAMS_PER_SECOND streams in a seco
     expect(await bystanderHealth()).toBe(200);
   } finally {
     session.destroy();
+  }
+});
+
+/** Two sessions from `from`, each window 0, whose streams stay open until the stall timeout resets them. */
+async function heldStreams(sessions: http2.ClientHttp2Session[], perSession: number): Promise<Array<Promise<number>>> {
+  await Promise.all(sessions.map((session) => once(session, 'remoteSettings')));
+  const held = sessions.flatMap((session) => Array.from({ length: perSession }, () => closedWith(session.request({ ':path': '/healthz' }))));
+  // Each of those reached the server once the next ping round trip is back.
+  await Promise.all(sessions.map((session) => new Promise((resolve) => session.ping(resolve))));
+  return held;
+}
+
+test('each session of a trusted HTTP proxy counts alone: its many clients are not held to one address bound', async () => {
+  const sessions = [connect(TRUSTED_PROXY, { initialWindowSize: 0 }), connect(TRUSTED_PROXY, { initialWindowSize: 0 })];
+  try {
+    // 16 streams from the proxy's one address: twice the address bound, none refused.
+    const held = await heldStreams(sessions, 8);
+    expect(await Promise.all(held)).toEqual(Array.from({ length: 16 }, () => NGHTTP2_CANCEL));
+  } finally {
+    for (const session of sessions) session.destroy();
+  }
+});
+
+test('with PROXY protocol the guard counts the client the header names, over all the proxy connections it comes through', async () => {
+  const sessions = await Promise.all(
+    [0, 1].map(async () => {
+      const socket = net.connect({ host: '127.0.0.1', port: server!.port, localAddress: TRUSTED_PROXY });
+      await once(socket, 'connect');
+      socket.write(`PROXY TCP4 198.51.100.9 127.0.0.1 40000 ${server!.port}\r\n`);
+      const session = http2.connect(server!.url, { settings: { initialWindowSize: 0 }, createConnection: () => socket });
+      session.on('error', () => undefined);
+      return session;
+    }),
+  );
+  try {
+    const held = await heldStreams(sessions, 4);
+    expect(await closedWith(sessions[0]!.request({ ':path': '/healthz' }))).toBe(NGHTTP2_REFUSED_STREAM);
+    expect(await Promise.all(held)).toEqual(Array.from({ length: 8 }, () => NGHTTP2_CANCEL));
+  } finally {
+    for (const session of sessions) session.destroy();
   }
 });

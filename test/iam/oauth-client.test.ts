@@ -54,7 +54,8 @@ test('discovery finds the RFC 8414 metadata of the serving origin, cacheable', a
   expect((await fetch(`${issuer.origin}/.well-known/oauth-authorization-server`, { method: 'POST' })).status).toBe(405);
 });
 
-test('the metadata follows the host the client used', async () => {
+// Without TRUST_PROXY nobody's X-Forwarded-Proto is believed; with it, see test/hardening/trusted-proxies.test.ts.
+test('the metadata follows the host the client used, not an untrusted X-Forwarded-Proto', async () => {
   const { request } = await import('node:http');
   const body = await new Promise<string>((resolve, reject) => {
     const req = request(
@@ -69,7 +70,7 @@ test('the metadata follows the host the client used', async () => {
     req.on('error', reject);
     req.end();
   });
-  expect(JSON.parse(body)).toMatchObject({ issuer: 'https://api.example.test:8443', token_endpoint: 'https://api.example.test:8443/oauth2/token/exchange' });
+  expect(JSON.parse(body)).toMatchObject({ issuer: 'http://api.example.test:8443', token_endpoint: 'http://api.example.test:8443/oauth2/token/exchange' });
 });
 
 test('a valid service-account JWT buys a Bearer access token that verifies against the advertised JWKS', async () => {

@@ -19,6 +19,8 @@ export interface CaptureInput {
   rawHeaders: readonly string[];
   body: BodyBytes;
   remoteAddress: string | undefined;
+  /** The trusted proxies the request came through, farthest first (empty: none). */
+  proxyChain?: readonly string[];
   httpVersion: string;
 }
 
@@ -46,6 +48,7 @@ export function captureWebhookRequest(input: CaptureInput): CapturedRecord {
     truncated: input.body.truncated,
     body: input.body.bytes,
     remoteAddress: normaliseAddress(input.remoteAddress),
+    proxyChain: input.proxyChain?.length ? input.proxyChain.map(normaliseAddress) : undefined,
     httpVersion: input.httpVersion,
   };
 }

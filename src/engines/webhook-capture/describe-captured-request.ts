@@ -42,6 +42,7 @@ export function describeCapturedRequest(record: CapturedRecord, extras: CaptureE
     multipart: extras.multipart ?? null,
     signature: extras.signature ?? null,
     remoteAddress: record.remoteAddress,
+    ...(record.proxyChain ? { proxyChain: record.proxyChain } : {}),
     httpVersion: record.httpVersion,
     links: { self, raw: `${self}/raw`, har: `${self}/har`, curl: `${self}/curl` },
   };

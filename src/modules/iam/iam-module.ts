@@ -25,6 +25,7 @@ import {
   TOKEN_EXCHANGE_PATH,
 } from '../../handlers/iam/token-exchange-http.js';
 import { servingOriginOf } from '../../http/serving-origin.js';
+import { clientOf } from '../../http/request-client.js';
 import { apiServiceNameOf } from '../../handlers/cloud/errors.js';
 
 export interface IamModule extends ServerModule {
@@ -100,7 +101,7 @@ export async function iamModule(ctx: ModuleContext, options: { users: UserServic
     http: {
       matches: (path) => path === TOKEN_EXCHANGE_PATH || path === AUTHORIZATION_SERVER_METADATA_PATH,
       handle: (req, res) => {
-        const origin = servingOriginOf(config, req.headers);
+        const origin = servingOriginOf(config, req.headers, clientOf(req));
         const path = (req.url ?? '').split('?', 1)[0];
         return path === AUTHORIZATION_SERVER_METADATA_PATH
           ? handleAuthorizationServerMetadata(req, res, origin)

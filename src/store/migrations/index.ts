@@ -12,6 +12,7 @@ import * as publishingArticleTags from './20261126100100_publishing_article_tags
 import * as createLimitCounters from './20261126160000_create_limit_counters.js';
 import * as boundedOperationLookups from './20261126130000_bounded_operation_lookups.js';
 import * as addWebhookRouteOptions from './20261126120000_add_webhook_route_options.js';
+import * as addWebhookRequestProxyChain from './20261128233000_add_webhook_request_proxy_chain.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126160000_create_limit_counters': createLimitCounters,
   '20261126130000_bounded_operation_lookups': boundedOperationLookups,
   '20261126120000_add_webhook_route_options': addWebhookRouteOptions,
+  '20261128233000_add_webhook_request_proxy_chain': addWebhookRequestProxyChain,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -22,6 +22,8 @@ export interface CapturedRecord {
   truncated: boolean;
   body: Buffer;
   remoteAddress: string;
+  /** The trusted proxies between the client and the server, farthest first; absent when it connected directly. */
+  proxyChain?: string[] | undefined;
   httpVersion: string;
   /** Null when the route checks no signatures. */
   signature?: StoredSignatureCheck | null;

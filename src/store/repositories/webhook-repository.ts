@@ -71,12 +71,13 @@ const CAPTURE_COLUMNS = [
   'truncated',
   'body',
   'remote_address',
+  'proxy_chain',
   'http_version',
   'signature',
 ] as const;
 
 /** The list columns: the body only when it is at most `?` bytes (octet_length reads no TOAST data). */
-const LIST_COLUMNS = `id, route_id, seq, received_at, method, path, query, headers, content_type, size, truncated, remote_address, http_version, signature,
+const LIST_COLUMNS = `id, route_id, seq, received_at, method, path, query, headers, content_type, size, truncated, remote_address, proxy_chain, http_version, signature,
   octet_length(body) AS stored_bytes, CASE WHEN octet_length(body) <= ? THEN body END AS body`;
 
 /**
@@ -100,6 +101,7 @@ interface CaptureRowDb {
   truncated: boolean;
   body: Uint8Array | null;
   remote_address: string;
+  proxy_chain: string | null;
   http_version: string;
   signature: StoredSignatureCheck | string | null;
 }
@@ -173,10 +175,10 @@ export class WebhookRepository {
    * in commit order"). Tested in test/store/webhook-capture-order.test.ts.
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
-    // The captures go as 14 array parameters unnested in SQL: the statement text is the same for every
+    // The captures go as 15 array parameters unnested in SQL: the statement text is the same for every
     // batch, and PostgreSQL parses arrays in C. Bodies travel as hex (`\x…`, parsed by byteain):
     // PGlite serialises a Buffer parameter byte by byte in JavaScript, several times slower.
-    const columns: Array<Array<string | null>> = Array.from({ length: 14 }, () => []);
+    const columns: Array<Array<string | null>> = Array.from({ length: 15 }, () => []);
     for (const record of records) {
       const values = [
         record.id,
@@ -193,13 +195,14 @@ export class WebhookRepository {
         record.remoteAddress,
         record.httpVersion,
         record.signature ? JSON.stringify(record.signature) : null,
+        record.proxyChain ? record.proxyChain.join(',') : null,
       ];
       values.forEach((value, index) => columns[index]!.push(value));
     }
     const result = await this.knex.raw(
       `WITH v AS (
-         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[])
-           WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature, ord)
+         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[], ?::text[])
+           WITH ORDINALITY AS v (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature, proxy_chain, ord)
        ), added AS (
          SELECT route_id, count(*)::int AS n FROM v GROUP BY route_id
        ), counted AS (
@@ -207,8 +210,8 @@ export class WebhookRepository {
          WHERE r.id = added.route_id AND r.expires_at > now()
          RETURNING r.id, r.request_count
        ), ins AS (
-         INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature)
-         SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version, v.signature
+         INSERT INTO webhook_requests (id, route_id, received_at, method, path, query, headers, content_type, size, truncated, body, remote_address, http_version, signature, proxy_chain)
+         SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version, v.signature, v.proxy_chain
          FROM v JOIN counted ON counted.id = v.route_id
          ORDER BY v.ord
          RETURNING id, route_id, seq
@@ -430,6 +433,7 @@ function toCapture(row: CaptureRowDb): StoredCapture {
     storedBytes: row.stored_bytes === undefined ? (row.body?.byteLength ?? 0) : Number(row.stored_bytes),
     bodyOmitted: row.body === null,
     remoteAddress: row.remote_address,
+    proxyChain: row.proxy_chain ? row.proxy_chain.split(',') : undefined,
     httpVersion: row.http_version,
     signature: typeof row.signature === 'string' ? (JSON.parse(row.signature) as StoredSignatureCheck) : row.signature,
   };
