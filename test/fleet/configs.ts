@@ -31,7 +31,7 @@ const HAPROXY_REQUIRED = [
   /^\s*option httpchk GET \/readyz\b/m,
   /^\s*retry-on conn-failure empty-response\b/m,
   /^\s*mode tcp\b/m,
-  /^\s*send-proxy-v2\b|\ssend-proxy-v2\b/m,
+  /^\s*(default-)?server\s.*\ssend-proxy-v2\b/m,
 ];
 
 /**
