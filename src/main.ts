@@ -105,7 +105,13 @@ async function startPrimary(config: Config, logger: Logger): Promise<void> {
   const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
   await prepareStore(config).catch(fail);
   clearTimeout(deadline);
-  const primary = runPrimary({ workers: config.workers, shutdownGraceMs: config.shutdownGraceMs, logger, onStopped: (code) => process.exit(code) });
+  const primary = runPrimary({
+    workers: config.workers,
+    shutdownDelayMs: config.shutdownDelayMs,
+    shutdownGraceMs: config.shutdownGraceMs,
+    logger,
+    onStopped: (code) => process.exit(code),
+  });
   process.on('SIGTERM', () => primary.stop('SIGTERM'));
   process.on('SIGINT', () => primary.stop('SIGINT'));
 }

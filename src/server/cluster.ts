@@ -43,7 +43,8 @@ export async function prepareStore(config: Config): Promise<void> {
 
 export interface PrimaryOptions {
   workers: number;
-  /** A worker gets this long (plus a margin for closing the store) to finish after SIGTERM. */
+  /** A worker gets the delay and the grace (plus a margin for closing the store) to finish after SIGTERM. */
+  shutdownDelayMs: number;
   shutdownGraceMs: number;
   logger: Logger;
   /** Called once every worker has exited after a shutdown; the exit code to use. */
@@ -107,19 +108,26 @@ export function runPrimary(options: PrimaryOptions): { stop(reason: string): voi
   logger.info({ workers: options.workers }, 'primary started its workers');
 
   function stop(reason: string): void {
-    if (stopping) return;
+    if (stopping) {
+      for (const worker of started.keys()) worker.process.kill('SIGTERM');
+      return;
+    }
     stopping = true;
     logger.info({ reason, workers: started.size }, 'stopping the workers');
     if (started.size === 0) return finish();
     // The signal itself, not worker.kill(): that disconnects the IPC channel first, and the worker's
-    // own SIGTERM handler is the graceful shutdown (in-flight requests finish, the store closes).
+    // own SIGTERM handler is the graceful shutdown (not ready, SHUTDOWN_DELAY_MS, drain, store closed).
+    // A second signal is forwarded too: it ends the workers' delay.
     for (const worker of started.keys()) worker.process.kill('SIGTERM');
     // A worker stuck past its grace (plus time to close the store) is killed, and the exit is 1.
-    forceTimer = setTimeout(() => {
-      logger.error({ workers: started.size }, 'workers still running after the grace; killing them');
-      failed = true;
-      for (const worker of started.keys()) worker.process.kill('SIGKILL');
-    }, options.shutdownGraceMs + 5000);
+    forceTimer = setTimeout(
+      () => {
+        logger.error({ workers: started.size }, 'workers still running after the grace; killing them');
+        failed = true;
+        for (const worker of started.keys()) worker.process.kill('SIGKILL');
+      },
+      options.shutdownDelayMs + options.shutdownGraceMs + 5000,
+    );
   }
   return { stop };
 }

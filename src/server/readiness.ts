@@ -23,7 +23,7 @@ export interface ReadinessStatus {
   retryAfterSeconds?: number;
 }
 
-export const OK: CheckOutcome = Object.freeze({ ok: true, value: 'ok' });
+const OK: CheckOutcome = Object.freeze({ ok: true, value: 'ok' });
 
 /**
  * Whether this server should be sent traffic: `/readyz` and the gRPC health service both ask it.

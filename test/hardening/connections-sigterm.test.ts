@@ -94,3 +94,52 @@ test(
   },
   budget(30_000),
 );
+
+test(
+  'SIGTERM with SHUTDOWN_DELAY_MS: /readyz turns 503 at once, requests are served through the delay, then the listener closes and the process exits 0; a second SIGTERM ends the delay',
+  async () => {
+    const store = await childStore();
+    const delayMs = 2000;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        MIGRATE: 'false',
+        SHUTDOWN_DELAY_MS: String(delayMs),
+        ...store.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const port = await listeningPort(child);
+      const base = `http://127.0.0.1:${port}`;
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      const signalled = performance.now();
+      child.kill('SIGTERM');
+      // The signal is handled asynchronously: poll (no fixed sleep) until readiness says so.
+      let readiness = 200;
+      while (readiness === 200) readiness = (await fetch(`${base}/readyz`, { headers: { connection: 'close' } })).status;
+      const notReadyAt = performance.now() - signalled;
+      expect(readiness).toBe(503);
+      expect((await fetch(`${base}/healthz`, { headers: { connection: 'close' } })).status).toBe(200);
+      expect((await fetch(`${base}/api`, { headers: { connection: 'close' } })).status).toBe(200);
+      expect(notReadyAt).toBeLessThan(delayMs);
+      // Within the delay, a second signal ends it: the listener closes and the process exits 0.
+      child.kill('SIGTERM');
+      const deadline = setTimeout(() => child.kill('SIGKILL'), budget(delayMs + 8000));
+      const [code, signal] = await exited;
+      clearTimeout(deadline);
+      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      expect(performance.now() - signalled).toBeGreaterThanOrEqual(notReadyAt);
+      await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await store.drop();
+    }
+  },
+  budget(30_000),
+);
