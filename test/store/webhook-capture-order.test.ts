@@ -85,10 +85,16 @@ onPostgres('capture sequence numbers and commit order', () => {
     expect((await repository.capturesAfter(routeId, 0, 10)).map((stored) => stored.path)).toEqual(['/held', '/free']);
   });
 
-  /** Locks some backend is waiting for: `advisory` ones, or the row and transaction locks of a blocked UPDATE. */
+  /**
+   * Backends of this test's database waiting for a lock: an `advisory` one, or the row and
+   * transaction locks of a blocked UPDATE (other databases of the cluster are other tests').
+   */
   async function waitingLocks(kind: 'advisory' | 'row'): Promise<number> {
-    const types = kind === 'advisory' ? ['advisory'] : ['transactionid', 'tuple'];
-    const { rows } = await gate.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = ANY($1)', [types]);
+    const events = kind === 'advisory' ? ['advisory'] : ['transactionid', 'tuple'];
+    const { rows } = await gate.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = ANY($1)`,
+      [events],
+    );
     return rows[0]?.n ?? 0;
   }
 });

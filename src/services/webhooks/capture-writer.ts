@@ -145,8 +145,10 @@ export interface CommittedBatch {
 }
 
 /**
- * Safe to retry as a whole: a deadlock or serialization failure between processes, or a route
- * deleted between the batch's snapshot and its foreign-key check (the retry then skips that route).
+ * Safe to retry as a whole: a deadlock or serialization failure between processes (batches lock
+ * their routes' rows), or a foreign-key failure on a route deleted meanwhile (the retry then skips
+ * that route). The statement now locks its routes before it inserts, so that failure should not
+ * happen any more; it stays retryable because a retry of it is safe.
  */
 function isRetryable(error: unknown): boolean {
   const code = typeof error === 'object' && error !== null && 'code' in error ? (error as { code: unknown }).code : undefined;
