@@ -144,6 +144,13 @@ function rpcClient(): GrpcTestClient {
 
 const rpcOptions = (headers: Record<string, string> = {}) => ({ token, headers });
 
+/** A call that has not ended after 30 s counts as failed, so a hung connection cannot stall the load. */
+function bounded<T>(call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error('no answer within 30 s')), 30_000)));
+  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+}
+
 async function setup(): Promise<void> {
   const signedIn = await signIn(targets.admin.name, targets.admin.password);
   if (signedIn.status !== 200) throw new Error(`admin sign-in through HAProxy answered ${signedIn.status}: ${signedIn.body}`);
@@ -217,7 +224,7 @@ function startLoad(): void {
     const rpc = rpcClient();
     loop(10, async () => {
       try {
-        await rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions());
+        await bounded(rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions()));
         tally('grpc get', true);
       } catch (error) {
         tally('grpc get', describe(error));
@@ -248,8 +255,9 @@ async function createInstance(rpc: GrpcTestClient): Promise<void> {
   const name = `fleet-vm-${++counter}`;
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
-      const operation = (await rpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name } }, rpcOptions({ 'x-idempotency-key': key })))
-        .message;
+      const operation = (
+        await bounded(rpc.call(InstanceService.method.create, { metadata: { parentId: projectId, name } }, rpcOptions({ 'x-idempotency-key': key })))
+      ).message;
       tally('grpc create', true);
       results.get(at)?.operations.push({ id: operation.id, resourceId: operation.resourceId });
       return;
@@ -407,7 +415,7 @@ function startSpread(connections: number): void {
       (async () => {
         while (state.running) {
           try {
-            await rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions());
+            await bounded(rpc.call(InstanceService.method.get, { id: instanceId }, rpcOptions()));
             tally('grpc get', true, { 'grpc get': state.tally });
           } catch (error) {
             tally('grpc get', describe(error), { 'grpc get': state.tally });
