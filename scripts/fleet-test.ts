@@ -24,10 +24,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { scratchDatabase, type ScratchDatabase } from './support/fresh-store.js';
-import { renderHaproxy, renderNginx, renderPgbouncer, type Slot } from '../test/fleet/configs.js';
+import { renderHaproxy, renderNginx, type Slot } from '../test/fleet/configs.js';
+import { PGBOUNCER, startPgBouncer } from '../test/support/pgbouncer.js';
 import { duplicatedCaptures, migrationRecord, missingIds, operationOutcome, withClient } from '../test/fleet/database.js';
 import type { Command, LimitsResult, PhaseResult, Report, Tally } from '../test/fleet/messages.js';
-import { freePort, GaveUp, haproxyServerStates, httpStatus, Processes, waitFor, type Child } from '../test/fleet/processes.js';
+import { GaveUp, haproxyServerStates, httpStatus, Processes, waitFor, type Child } from '../test/fleet/processes.js';
+import { freePort } from './support/free-port.js';
 import { slowdown } from '../test/support/budget.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -35,7 +37,6 @@ const MAIN = join(ROOT, 'dist/src/main.js');
 /** The operator's command (`cfs-server start`, the package's bin) once it exists, else the entry it runs. */
 const SERVER = existsSync(join(ROOT, 'bin/cfs-server.js')) ? [join(ROOT, 'bin/cfs-server.js'), 'start'] : [MAIN];
 const HAPROXY = process.env.FLEET_HAPROXY ?? '/usr/sbin/haproxy';
-const PGBOUNCER = process.env.FLEET_PGBOUNCER ?? '/usr/sbin/pgbouncer';
 const NGINX = process.env.FLEET_NGINX ?? '/usr/sbin/nginx';
 const ADMIN_URL = process.env.FLEET_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TIMEOUT_MS = Number(process.env.FLEET_TIMEOUT_MS ?? 600_000);
@@ -90,11 +91,12 @@ function verify(scenario: string, measure: string, value: string | number, pass:
 
 const started = Date.now();
 const dir = mkdtempSync(join(tmpdir(), 'cfs-fleet-'));
-// PgBouncer drops root for `postgres` (it refuses to run as root) and must still read its files.
+// nginx's workers drop root and must still reach their temporary directories under it.
 chmodSync(dir, 0o755);
 const processes = new Processes(dir);
 const databases: ScratchDatabase[] = [];
 let load: ChildProcess | undefined;
+let stopBouncer: (() => Promise<void>) | undefined;
 let tornDown = false;
 
 async function tearDown(): Promise<void> {
@@ -102,6 +104,7 @@ async function tearDown(): Promise<void> {
   tornDown = true;
   load?.kill('SIGKILL');
   await processes.stopAll(3000);
+  await stopBouncer?.();
   for (const database of databases) await database.drop().catch((error: unknown) => console.error(`dropping a database failed: ${String(error)}`));
   if (process.env.FLEET_KEEP_LOGS) console.error(`logs kept in ${dir}`);
   else rmSync(dir, { recursive: true, force: true });
@@ -247,21 +250,13 @@ async function run(): Promise<void> {
   figure('host', 'baseline: node -e 0', `${await nodeStartMs()} ms`);
   figure('host', 'load average at start', loadAverage());
 
-  // PgBouncer, transaction mode, default settings.
-  const bouncerPort = await freePort();
-  const authFile = join(dir, 'userlist.txt');
-  writeFileSync(authFile, `"${new URL(ADMIN_URL).username || 'postgres'}" ""\n`, { mode: 0o644 });
-  writeFileSync(join(dir, 'pgbouncer.ini'), renderPgbouncer({ port: bouncerPort, postgres: new URL(ADMIN_URL), authFile }), { mode: 0o644 });
-  const bouncer = processes.start('pgbouncer', PGBOUNCER, ['-u', 'postgres', join(dir, 'pgbouncer.ini')]);
+  // PgBouncer, transaction mode, default settings (the PgBouncer test's own start: test/support/pgbouncer.ts).
+  const bouncer = await startPgBouncer(ADMIN_URL);
+  stopBouncer = bouncer.stop;
+  const bouncerPort = Number(new URL(bouncer.url).port);
   const database = await scratchDatabase(ADMIN_URL, 'fleet');
   databases.push(database);
   const databaseName = new URL(database.url).pathname.slice(1);
-  await waitFor('PgBouncer to accept connections', scale(10_000), async () => {
-    if (bouncer.process.exitCode !== null) throw new GaveUp(`pgbouncer exited:\n${Processes.tail(bouncer)}`);
-    const url = new URL(database.url);
-    url.port = String(bouncerPort);
-    return withClient(url.toString(), async (client) => (await client.query('SELECT 1')).rowCount === 1);
-  });
 
   // Two slots per replica: a restarted replica starts on the other one while the old one drains.
   const slots: Slot[][] = [];

@@ -1,4 +1,4 @@
-import { renderHaproxy, renderNginx, renderPgbouncer } from './configs.js';
+import { renderHaproxy, renderNginx } from './configs.js';
 
 const haproxy = {
   httpPort: 18080,
@@ -43,13 +43,5 @@ describe('the fleet test renders the repository configurations', () => {
     expect(rendered).toContain('pid /tmp/fleet/nginx.pid;');
     expect(rendered).toContain('proxy_temp_path /tmp/fleet/nginx-proxy;');
     expect(rendered).not.toMatch(/10\.0\.0\.\d+/);
-  });
-
-  it('runs PgBouncer in transaction mode on loopback, passing any database name through to PostgreSQL', () => {
-    const ini = renderPgbouncer({ port: 16432, postgres: new URL('postgres://postgres@127.0.0.1:5432/postgres'), authFile: '/tmp/fleet/users.txt' });
-    expect(ini).toContain('* = host=127.0.0.1 port=5432');
-    expect(ini).toContain('pool_mode = transaction');
-    expect(ini).toContain('listen_port = 16432');
-    expect(ini).not.toContain('ignore_startup_parameters');
   });
 });

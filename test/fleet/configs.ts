@@ -1,7 +1,7 @@
 /**
  * The fleet test's configuration files: the repository's own HAProxy and nginx configurations
  * (deploy/), rendered with the test's ports, replicas and timings, so the files operators copy are
- * the files the test runs; and a PgBouncer ini with default settings apart from where it listens.
+ * the files the test runs.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -124,28 +124,4 @@ export function renderNginx(settings: NginxSettings, source = readFileSync(NGINX
     out.push(line);
   }
   return out.join('\n');
-}
-
-/**
- * PgBouncer in transaction mode with its default settings, except where it listens (loopback, no
- * Unix socket), who may connect (trust, like the local PostgreSQL), and any database name passed
- * through to `postgres` so each scenario's scratch database is reachable.
- */
-export function renderPgbouncer(options: { port: number; postgres: URL; authFile: string }): string {
-  return [
-    '[databases]',
-    `* = host=${options.postgres.hostname} port=${options.postgres.port || 5432}`,
-    '',
-    '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${options.port}`,
-    'unix_socket_dir =',
-    'auth_type = trust',
-    `auth_file = ${options.authFile}`,
-    'pool_mode = transaction',
-    // Ten replicas start at once in scenario (c), each with its own pool: PgBouncer's default of 100
-    // client connections would refuse some of them before any query ran.
-    'max_client_conn = 1000',
-    '',
-  ].join('\n');
 }
