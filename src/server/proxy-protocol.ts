@@ -16,9 +16,7 @@ export type ProxyHeaderRead =
 const V1_SIGNATURE = Buffer.from('PROXY ', 'latin1');
 const V2_SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 /** The spec's bound on a v1 line, CRLF included. */
-export const V1_MAX_BYTES = 107;
-/** A v2 header is 16 bytes and a 16-bit length. */
-export const V2_MAX_BYTES = 16 + 0xffff;
+const V1_MAX_BYTES = 107;
 
 /** Reads a PROXY protocol v1 or v2 header at the start of `head`; never throws. */
 export function readProxyHeader(head: Buffer): ProxyHeaderRead {

@@ -34,7 +34,7 @@ export interface AddressRange {
 }
 
 /** The most trusted hops a walk passes; a longer chain of trusted addresses ends at the last one passed. */
-export const MAX_HOPS = 64;
+const MAX_HOPS = 64;
 
 /** Named blocks `TRUST_PROXY` accepts in its list, for the usual places a proxy runs. */
 const NAMED_RANGES: Record<string, readonly string[]> = {

@@ -72,10 +72,10 @@ async function capturedAddress(routeId: string, requestId: string): Promise<stri
 const SIGNATURE = Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a]);
 
 /** A PROXY header naming `source` (IPv4) as the client: text (v1) or binary (v2, with a TLV to skip). */
-function proxyHeader(version: 1 | 2, source: string): Buffer {
-  if (version === 1) return Buffer.from(`PROXY TCP4 ${source} 127.0.0.1 40000 ${server.port}\r\n`, 'latin1');
+function proxyHeader(version: 1 | 2, source: string, port = server.port): Buffer {
+  if (version === 1) return Buffer.from(`PROXY TCP4 ${source} 127.0.0.1 40000 ${port}\r\n`, 'latin1');
   const addresses = Buffer.from([...source.split('.').map(Number), 127, 0, 0, 1, 0x9c, 0x40, 0, 0]);
-  addresses.writeUInt16BE(server.port, 10);
+  addresses.writeUInt16BE(port, 10);
   const tlv = Buffer.from([0x04, 0x00, 0x02, 0x68, 0x69]); // PP2_TYPE_NOOP, two bytes
   const length = Buffer.alloc(2);
   length.writeUInt16BE(addresses.length + tlv.length);
@@ -162,11 +162,13 @@ describe('X-Forwarded-For from a trusted proxy', () => {
   });
 });
 
+const VERSIONS = [
+  ['v1', 1],
+  ['v2', 2],
+] as const;
+
 describe('PROXY protocol', () => {
-  test.each([
-    ['v1', 1],
-    ['v2', 2],
-  ] as const)('a %s header from a trusted peer names the client of an HTTP/1.1 request', async (_name, version) => {
+  test.each(VERSIONS)('a %s header from a trusted peer names the client of an HTTP/1.1 request', async (_name, version) => {
     const { routeId } = await freshRoute();
     const socket = await rawSocket(PROXY);
     const answer = readToEnd(socket);
@@ -182,10 +184,7 @@ describe('PROXY protocol', () => {
     expect(await capturedAddress(routeId, requestId)).toBe(`198.51.100.40 via ${PROXY}`);
   });
 
-  test.each([
-    ['v1', 1],
-    ['v2', 2],
-  ] as const)('a %s header from a trusted peer names the client of an h2c session: gRPC and captures on it', async (_name, version) => {
+  test.each(VERSIONS)('a %s header from a trusted peer names the client of an h2c session: gRPC and captures on it', async (_name, version) => {
     const { routeId } = await freshRoute();
     const socket = await rawSocket(PROXY);
     socket.write(proxyHeader(version, '198.51.100.50'));
@@ -287,7 +286,7 @@ describe('PROXY protocol before TLS', () => {
     });
     const raw = net.connect({ host: '127.0.0.1', port: secure.port });
     await once(raw, 'connect');
-    const header = Buffer.from(proxyHeaderFor(secure.port, '198.51.100.70'));
+    const header = proxyHeader(2, '198.51.100.70', secure.port);
     raw.write(header);
     const socket = tls.connect({ socket: raw, ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
     await once(socket, 'secureConnect');
@@ -300,10 +299,3 @@ describe('PROXY protocol before TLS', () => {
     expect(row).toEqual({ remote_address: '198.51.100.70', proxy_chain: '127.0.0.1' });
   });
 });
-
-/** A v2 TCP4 header for a server on `port` (the TLS server is not the suite's main one). */
-function proxyHeaderFor(port: number, source: string): Buffer {
-  const addresses = Buffer.from([...source.split('.').map(Number), 127, 0, 0, 1, 0x9c, 0x40, 0, 0]);
-  addresses.writeUInt16BE(port, 10);
-  return Buffer.concat([SIGNATURE, Buffer.from([0x21, 0x11, 0x00, addresses.length]), addresses]);
-}
