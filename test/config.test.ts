@@ -17,6 +17,11 @@ describe('loadConfig', () => {
       signInWindowSeconds: 300,
       trustProxy: undefined,
       proxyProtocol: false,
+      // Nothing routes to a single process: no delay, and connections are not aged out.
+      shutdownDelayMs: 0,
+      shutdownGraceMs: 10_000,
+      maxConnectionAgeMs: 0,
+      maxConnectionAgeGraceMs: 10_000,
     });
   });
 
@@ -79,6 +84,8 @@ describe('loadConfig', () => {
     ['a TRUST_PROXY block with a bad prefix', { given: { TRUST_PROXY: '10.0.0.0/40' }, want: 'TRUST_PROXY' }],
     ['a TRUST_PROXY of zero hops', { given: { TRUST_PROXY: '0' }, want: 'TRUST_PROXY' }],
     ['PROXY_PROTOCOL without TRUST_PROXY', { given: { PROXY_PROTOCOL: 'true' }, want: 'TRUST_PROXY' }],
+    ['a MAX_CONNECTION_AGE_MS under a second (but not 0, off)', { given: { MAX_CONNECTION_AGE_MS: '500' }, want: 'MAX_CONNECTION_AGE_MS' }],
+    ['a SHUTDOWN_DELAY_MS with a unit', { given: { SHUTDOWN_DELAY_MS: '5s' }, want: 'SHUTDOWN_DELAY_MS' }],
   ];
 
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {

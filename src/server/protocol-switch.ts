@@ -27,8 +27,9 @@ export interface OnePortOptions {
   /** HTTP/2 stream, reset and stall bounds; an address it is cooling down gets its connections closed at once. */
   http2Guard?: Http2Guard;
   /**
-   * Connections older than this (±10 % each) are moved on: HTTP/2 gets a graceful GOAWAY and is
-   * closed `maxAgeGraceMs` later; HTTP/1.1 answers its next request with `Connection: close`. 0 = never.
+   * Connections older than this (±10 % each) are moved on: HTTP/2 gets a GOAWAY (its open streams may
+   * finish) and is closed `maxAgeGraceMs` later; HTTP/1.1 answers its next request with
+   * `Connection: close`. 0 = never.
    */
   maxAgeMs?: number;
   maxAgeGraceMs?: number;

@@ -31,6 +31,15 @@ async function childStore(): Promise<{ env: Record<string, string>; drop(): Prom
   return { env: { DATABASE_URL: dbUrl.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
+/** The server's entry point (signals and all) in a child process on a free port. */
+function startServer(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MIGRATE: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
 /** Resolves with the port from the child's "listening" log line. */
 function listeningPort(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -48,19 +57,7 @@ test(
   'SIGTERM with a slow client and a stalled request open: the process exits 0 within the shutdown grace',
   async () => {
     const store = await childStore();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        MIGRATE: 'false',
-        SHUTDOWN_GRACE_MS: String(GRACE_MS),
-        ...store.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = startServer({ SHUTDOWN_GRACE_MS: String(GRACE_MS), ...store.env });
     try {
       const port = await listeningPort(child);
       const open = async (bytes: string) => {
@@ -100,19 +97,7 @@ test(
   async () => {
     const store = await childStore();
     const delayMs = 2000;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        MIGRATE: 'false',
-        SHUTDOWN_DELAY_MS: String(delayMs),
-        ...store.env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = startServer({ SHUTDOWN_DELAY_MS: String(delayMs), ...store.env });
     try {
       const port = await listeningPort(child);
       const base = `http://127.0.0.1:${port}`;

@@ -78,10 +78,16 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
   });
   afterAll(() => database?.drop());
 
-  it('serves one port from two workers, replaces a worker that dies, and stops on SIGTERM with exit 0', async () => {
+  it('serves one port from two workers, replaces a worker that dies, and on SIGTERM turns every worker not ready, serves through SHUTDOWN_DELAY_MS and exits 0', async () => {
     const url = new URL(database.url);
     const grace = 3000;
-    const child = spawnServer(server.main, { WORKERS: '2', DATABASE_URL: url.toString(), SHUTDOWN_GRACE_MS: String(grace) });
+    const delay = 3000;
+    const child = spawnServer(server.main, {
+      WORKERS: '2',
+      DATABASE_URL: url.toString(),
+      SHUTDOWN_GRACE_MS: String(grace),
+      SHUTDOWN_DELAY_MS: String(delay),
+    });
     const { output, errors, listening, exited } = watch(child);
     try {
       const port = await listening;
@@ -123,8 +129,15 @@ onPostgres('WORKERS=2 on PostgreSQL', () => {
 
       const stopped = Date.now();
       child.kill('SIGTERM');
+      // The primary forwards the signal: both workers answer 503 (new connections alternate between
+      // them), and keep serving everything else through the delay.
+      let notReady = 0;
+      while (notReady < 2) notReady = (await getOnNewConnection(port, '/readyz')) === 503 ? notReady + 1 : 0;
+      // (After the delay the listener is closed: this connection would be refused.)
+      expect(await getOnNewConnection(port, '/api')).toBe(200);
       expect(await exited).toBe(0);
-      expect(Date.now() - stopped).toBeLessThan(grace + 5000);
+      expect(Date.now() - stopped).toBeGreaterThanOrEqual(delay);
+      expect(Date.now() - stopped).toBeLessThan(delay + grace + 5000);
       expect([workers[1], replacement].filter((pid) => pid !== undefined && alive(pid))).toEqual([]);
       expect(errors()).toBe('');
     } finally {
