@@ -179,6 +179,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseListenUrl !== undefined && databaseUrl === undefined) {
     throw new ConfigError('DATABASE_LISTEN_URL needs DATABASE_URL: it is the direct connection beside the pool of DATABASE_URL');
   }
+  const databasePoolMode = oneOf(env, 'DATABASE_POOL_MODE', ['session', 'transaction'] as const, 'session');
+  if (databasePoolMode === 'transaction' && databaseListenUrl === undefined) {
+    throw new ConfigError(
+      'DATABASE_POOL_MODE=transaction needs DATABASE_LISTEN_URL: LISTEN and the migration lock need a direct connection to PostgreSQL, not one through PgBouncer',
+    );
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: optional(env, 'HOST') ?? '0.0.0.0',
@@ -188,7 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbAcquireTimeoutMs: integer(env, 'DB_ACQUIRE_TIMEOUT_MS', 10_000, 100, 600_000),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 10_000, 100, 3_600_000),
     databaseListenUrl: databaseListenUrl ?? databaseUrl,
-    databasePoolMode: oneOf(env, 'DATABASE_POOL_MODE', ['session', 'transaction'] as const, 'session'),
+    databasePoolMode,
     migrate: boolean(env, 'MIGRATE', true),
     migrationLockTimeoutMs: integer(env, 'MIGRATION_LOCK_TIMEOUT_MS', 45_000, 100, 3_600_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

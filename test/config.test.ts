@@ -86,7 +86,33 @@ describe('loadConfig', () => {
     ['PROXY_PROTOCOL without TRUST_PROXY', { given: { PROXY_PROTOCOL: 'true' }, want: 'TRUST_PROXY' }],
     ['a MAX_CONNECTION_AGE_MS under a second (but not 0, off)', { given: { MAX_CONNECTION_AGE_MS: '500' }, want: 'MAX_CONNECTION_AGE_MS' }],
     ['a SHUTDOWN_DELAY_MS with a unit', { given: { SHUTDOWN_DELAY_MS: '5s' }, want: 'SHUTDOWN_DELAY_MS' }],
+    [
+      'a DATABASE_LISTEN_URL of another database',
+      { given: { DATABASE_URL: 'postgres://a/b', DATABASE_LISTEN_URL: 'mysql://a/b' }, want: 'DATABASE_LISTEN_URL' },
+    ],
+    ['a DATABASE_LISTEN_URL without DATABASE_URL', { given: { DATABASE_LISTEN_URL: 'postgres://a/b' }, want: 'DATABASE_LISTEN_URL' }],
+    ['an unknown DATABASE_POOL_MODE', { given: { DATABASE_POOL_MODE: 'statement' }, want: 'DATABASE_POOL_MODE' }],
+    [
+      'DATABASE_POOL_MODE=transaction without DATABASE_LISTEN_URL',
+      { given: { DATABASE_URL: 'postgres://a/b', DATABASE_POOL_MODE: 'transaction' }, want: 'DATABASE_LISTEN_URL' },
+    ],
+    ['a MIGRATION_LOCK_TIMEOUT_MS below 100', { given: { MIGRATION_LOCK_TIMEOUT_MS: '10' }, want: 'MIGRATION_LOCK_TIMEOUT_MS' }],
   ];
+
+  test('DATABASE_LISTEN_URL defaults to DATABASE_URL; the pool mode to session; the migration lock wait to 45 s', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://pool/app' })).toMatchObject({
+      databaseListenUrl: 'postgres://pool/app',
+      databasePoolMode: 'session',
+      migrationLockTimeoutMs: 45_000,
+    });
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://bouncer/app', DATABASE_LISTEN_URL: 'postgres://direct/app', DATABASE_POOL_MODE: 'transaction' }),
+    ).toMatchObject({
+      databaseUrl: 'postgres://bouncer/app',
+      databaseListenUrl: 'postgres://direct/app',
+      databasePoolMode: 'transaction',
+    });
+  });
 
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {
     let thrown: unknown;
