@@ -363,7 +363,7 @@ async function run(): Promise<void> {
     [active()[0]!],
     slots.flat().map((slot) => slot.name),
   );
-  await ask({ type: 'spread', connections: 6 }, 'spreading');
+  await ask({ type: 'spread', connections: 12 }, 'spreading');
   await pause(1000);
   for (const i of [1, 2]) {
     current[i] = 1 - current[i]!;
@@ -377,7 +377,7 @@ async function run(): Promise<void> {
   );
   const scaledOut = Date.now();
   const windowStart = scaledOut + MAX_CONNECTION_AGE_MS + CONNECTION_AGE_SLACK_MS;
-  const windowMs = 3000;
+  const windowMs = 6000;
   await pause(windowStart + windowMs - Date.now());
   const spread = await ask({ type: 'stop-spread' }, 'spread-stopped');
   checkSpread(replicas, windowStart, windowStart + windowMs, spread.tally);

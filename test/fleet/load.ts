@@ -420,7 +420,7 @@ function startSpread(connections: number): void {
           } catch (error) {
             tally('grpc get', describe(error), { 'grpc get': state.tally });
           }
-          await pause(20);
+          await pause(40);
         }
       })(),
     );
