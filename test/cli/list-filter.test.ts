@@ -3,7 +3,6 @@
  * filters"), against the live server.
  */
 import { jest } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,10 +11,10 @@ import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance
 import { createCloudSdk } from '../../src/sdk/index.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { budget } from '../support/budget.js';
+import { runCfs, type CfsResult } from '../support/cfs.js';
 
 jest.setTimeout(budget(60_000));
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const ADMIN = { name: 'filter-admin', password: 'filter-admin-password' };
 
 let server: TestServer | undefined;
@@ -30,17 +29,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function cfs(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(ROOT, 'bin/cfs.js'), ...args],
-      { cwd: dir, env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: dir } },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr });
-      },
-    );
-  });
+function cfs(args: string[]): Promise<CfsResult> {
+  return runCfs(args, dir, { XDG_CONFIG_HOME: dir });
 }
 
 async function json(args: string[]): Promise<unknown> {

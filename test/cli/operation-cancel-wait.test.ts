@@ -3,17 +3,16 @@
  * a live server whose work lasts long enough to be cancelled.
  */
 import { jest } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type TestServer } from '../support/app.js';
 import { budget } from '../support/budget.js';
+import { runCfs, type CfsResult } from '../support/cfs.js';
 import { seedProjects } from '../support/projects.js';
 
 jest.setTimeout(budget(60_000));
 
-const ROOT = new URL('../../', import.meta.url).pathname;
 const ADMIN = { name: 'cfs-ops-admin', password: 'cfs-ops-admin-password' };
 const PROJECT = 'project-cfsops';
 
@@ -32,15 +31,8 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function cfs(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(ROOT, 'bin/cfs.js'), ...args, '--format', 'json'],
-      { cwd: dir, env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: dir, CFS_SERVER: server?.url ?? '', CFS_TOKEN: token } },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+function cfs(args: string[]): Promise<CfsResult> {
+  return runCfs([...args, '--format', 'json'], dir, { XDG_CONFIG_HOME: dir, CFS_SERVER: server?.url ?? '', CFS_TOKEN: token });
 }
 
 test('cfs operation wait times out (exit 3) on a running operation, cancel stops it, and wait then exits 1 with it CANCELLED', async () => {

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { budget } from './budget.js';
+import { freePort } from '../../scripts/support/free-port.js';
 
 /** Debian's PgBouncer (1.18 on bookworm), as CI installs it. */
 export const PGBOUNCER = '/usr/sbin/pgbouncer';
@@ -14,15 +14,6 @@ export interface PgBouncer {
   /** Everything PgBouncer wrote (it logs to stderr with `-v`-less defaults: connections and errors). */
   log(): string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no free port');
-  return address.port;
 }
 
 /**
