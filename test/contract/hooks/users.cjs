@@ -1,9 +1,12 @@
 /**
  * dredd hooks for contracts/openapi/users.yaml: every documented response is made real.
  *
- * The runner gives us an empty database and SIGNIN_MAX_FAILURES=3. beforeAll signs in the first
- * admin (the first sign-in on an empty database creates it) and creates the fixtures the document's
- * examples name (alice, whose example sign-in must succeed) plus a plain user. Each transaction is
+ * The runner gives us an empty database and SIGNIN_MAX_FAILURES=3. beforeAll creates the fixtures
+ * the document's examples name (alice, whose example sign-in must succeed) plus a plain user, through
+ * the first-run bootstrap (no admin yet, and dredd is on loopback). The first admin is signed in (the
+ * first sign-in on an empty database creates it) before the first transaction that needs one: the
+ * sign-in transactions up to `POST /api/auth 403`, which shows a stranger refused by a server without
+ * an admin, run before it (dredd keeps the document's order). Each transaction is
  * then shaped by its key `METHOD /path status` in PLANS; fixtures a transaction consumes (a user to
  * delete, a name to throttle) are made in its own before hook, so the order of transactions does not
  * matter. Every JSON response body is validated against its schema, not just the example's keys.
@@ -23,7 +26,7 @@ async function signIn(name, password) {
 }
 
 async function createUser(name, password, isAdmin = false) {
-  const response = await api('POST', '/api/users', { token: state.admin.token, body: { name, password, isAdmin } });
+  const response = await api('POST', '/api/users', { token: state.admin?.token, body: { name, password, isAdmin } });
   if (response.status !== 200) throw new Error(`creating ${name} answered ${response.status}: ${JSON.stringify(response.body)}`);
   return signIn(name, password);
 }
@@ -39,6 +42,11 @@ const PLANS = {
   'POST /api/auth 200': () => {}, // the example signs in alice, created in beforeAll
   'POST /api/auth 400': (t) => rewrite(t, { body: { name: 'alice' } }),
   'POST /api/auth 401': (t) => rewrite(t, { body: { name: 'alice', password: 'not-alices-password' } }),
+  // No admin exists yet, and the request says a proxy forwards it for another machine: not local, no setup code.
+  'POST /api/auth 403': (t) => {
+    rewrite(t, { body: { name: unique('stranger'), password: 'stranger-password' } });
+    t.request.headers['X-Forwarded-For'] = '203.0.113.9';
+  },
   'POST /api/auth 413': (t) => rewrite(t, { body: OVERSIZED }),
   'POST /api/auth 429': async (t) => {
     const name = unique('throttled');
@@ -84,9 +92,11 @@ const PLANS = {
   'DELETE /api/users/{id} 409': (t) => rewrite(t, { path: `/api/users/${state.admin.id}`, token: state.admin.token }),
 };
 
+/** Transactions that run while no admin exists (see the header). */
+const BEFORE_ADMIN = new Set(['GET /api 200', 'POST /api/auth 200', 'POST /api/auth 400', 'POST /api/auth 401', 'POST /api/auth 403']);
+
 hooks.beforeAll((_transactions, done) => {
   (async () => {
-    state.admin = await signIn(ADMIN.name, ADMIN.password);
     await createUser('alice', 'correct horse battery');
     state.plain = await createUser('plain', 'plain-password');
   })().then(
@@ -105,6 +115,7 @@ hooks.beforeEach(
     const key = keyOf(transaction);
     const plan = PLANS[key];
     if (!plan) throw new Error(`no plan for ${key}: add one to test/contract/hooks/users.cjs`);
+    if (!state.admin && !BEFORE_ADMIN.has(key)) state.admin = await signIn(ADMIN.name, ADMIN.password);
     await plan(transaction);
     doc.expectSchema(transaction);
   }),
