@@ -29,6 +29,8 @@ const MUTATE: Want = { admin: OK, reader: DENIED, own: OK, other: DENIED, none: 
 const TENANT: Want = { admin: OK, reader: DENIED, own: DENIED, other: DENIED, none: UNAUTH };
 /** Project lists: a service account sees its own project only, never an error. */
 const LIST_PROJECTS: Want = { admin: OK, reader: OK, own: OK, other: OK, none: UNAUTH };
+/** Cancelling a finished operation of a project: the callers who may change it are told it has finished. */
+const CANCEL_FINISHED: Want = { ...MUTATE, admin: Code.FAILED_PRECONDITION, own: Code.FAILED_PRECONDITION };
 /** Needs no token at all. */
 const PUBLIC: Want = { admin: OK, reader: OK, own: OK, other: OK, none: OK };
 
@@ -101,6 +103,15 @@ const MATRIX: Array<[string, { call: Call; want: Want }]> = [
   [
     'cloud.common.v1.OperationService/Get',
     { call: async (t) => cloud.grpc.call(OperationService.method.get, { id: (await fresh.operation()).id }, options(t)), want: READ },
+  ],
+  [
+    'cloud.common.v1.OperationService/Wait',
+    { call: async (t) => cloud.grpc.call(OperationService.method.wait, { id: (await fresh.operation()).id }, options(t)), want: READ },
+  ],
+  [
+    // As the mutation that started it; the operation has finished, so whoever may cancel it learns that it cannot be.
+    'cloud.common.v1.OperationService/Cancel',
+    { call: async (t) => cloud.grpc.call(OperationService.method.cancel, { id: (await fresh.operation()).id }, options(t)), want: CANCEL_FINISHED },
   ],
   [
     'cloud.common.v1.OperationService/List',
