@@ -9,6 +9,7 @@
 import { Code, ConnectError, type Interceptor, type UnaryRequest } from '@connectrpc/connect';
 import { ServiceErrorSchema, ServiceError_RetryType } from '../../generated/proto/cloud/common/v1/error_pb.js';
 import { OperationSchema } from '../../generated/proto/cloud/common/v1/operation_pb.js';
+import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 
 /** The header the server deduplicates mutating calls by (gosdk conn.IdempotencyKeyHeader). */
 export const IDEMPOTENCY_KEY_HEADER = 'x-idempotency-key';
@@ -85,7 +86,7 @@ export function backoffMs(retry: number, options: Pick<Required<RetryOptions>, '
  * an Operation); OperationService's own methods (Get, Wait, Cancel) start none.
  */
 export function isMutating(method: { output: { typeName: string }; parent?: { typeName: string } }): boolean {
-  return method.output.typeName === OperationSchema.typeName && method.parent?.typeName !== 'cloud.common.v1.OperationService';
+  return method.output.typeName === OperationSchema.typeName && method.parent?.typeName !== OperationService.typeName;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { fromBinary, toJson, type DescMethod, type DescService, type JsonValue } from '@bufbuild/protobuf';
 import type { Interceptor, UnaryRequest, UnaryResponse } from '@connectrpc/connect';
 import { OperationSchema, type Operation } from '../../../generated/proto/cloud/common/v1/operation_pb.js';
+import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
 import { assertIdempotencyKey, hashedIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
@@ -94,10 +95,8 @@ export function createAuthInterceptor(options: {
 const READ_METHOD = /^(Get|List)|^Wait$/;
 
 function isMutatingMethod(service: DescService, method: Pick<DescMethod, 'name'>): boolean {
-  return service.typeName !== OPERATION_SERVICE && !READ_METHOD.test(method.name);
+  return service.typeName !== OperationService.typeName && !READ_METHOD.test(method.name);
 }
-
-const OPERATION_SERVICE = 'cloud.common.v1.OperationService';
 
 /** JSON with object keys sorted, so equal messages hash equally whatever their map order. */
 function stableStringify(value: JsonValue): string {
