@@ -4,9 +4,17 @@
  * and "now" is the moment of capture, so a capture verifies the same way whenever it is read.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { components } from '../../../generated/openapi/webhooks.js';
 
-export type SignatureScheme = 'standard-webhooks' | 'stripe' | 'github' | 'hmac-sha256';
-export type SignatureFailure = 'no_signature_header' | 'malformed_header' | 'timestamp_outside_tolerance' | 'no_signature_matches';
+/** The schemes the webhooks contract names (`RouteVerification.scheme`). */
+export type SignatureScheme = components['schemas']['RouteVerification']['scheme'];
+/** Why a signature check failed, as a capture's `signature.reason` names it. */
+export type SignatureFailure = NonNullable<NonNullable<components['schemas']['CapturedRequest']['signature']>['reason']>;
+
+/** Every scheme, checked against the contract's enum in both directions by the compiler. */
+export const SIGNATURE_SCHEMES = ['standard-webhooks', 'stripe', 'github', 'hmac-sha256'] as const satisfies readonly SignatureScheme[];
+const everySchemeListed: SignatureScheme extends (typeof SIGNATURE_SCHEMES)[number] ? true : never = true;
+void everySchemeListed;
 
 export interface VerifyConfig {
   scheme: SignatureScheme;

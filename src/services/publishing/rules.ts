@@ -9,7 +9,9 @@ export interface PublishingCaller {
 
 /** Roles that can author articles: a "writer" in the URL space. */
 export const AUTHOR_ROLES: readonly PublishingRole[] = ['writer', 'editor', 'superuser'];
-export const ALL_ROLES: readonly PublishingRole[] = ['superuser', 'editor', 'writer', 'reader'];
+export const ALL_ROLES = ['superuser', 'editor', 'writer', 'reader'] as const satisfies readonly PublishingRole[];
+const everyRoleListed: PublishingRole extends (typeof ALL_ROLES)[number] ? true : never = true;
+void everyRoleListed;
 
 /** Whether the caller can author articles (superuser passes every role check). */
 export function isAuthor(caller: PublishingCaller | undefined): boolean {

@@ -13,7 +13,13 @@ import {
   type CapturedRecord,
   type CapturedRequestView,
 } from '../../engines/webhook-capture/index.js';
-import { DEFAULT_HMAC_HEADER, DEFAULT_TOLERANCE_SECONDS, verifySignature } from '../../engines/webhook-signature/index.js';
+import {
+  DEFAULT_HMAC_HEADER,
+  DEFAULT_TOLERANCE_SECONDS,
+  SIGNATURE_SCHEMES,
+  verifySignature,
+  type VerifyConfig,
+} from '../../engines/webhook-signature/index.js';
 import type { Database } from '../../store/database.js';
 import { decodeWebhookEvent, WEBHOOK_CHANNEL } from '../../store/repositories/webhook-events.js';
 import {
@@ -21,7 +27,6 @@ import {
   type CaptureQuery,
   type RouteResponseConfig,
   type RouteRow,
-  type RouteVerifyConfig,
   type StoredCapture,
 } from '../../store/repositories/webhook-repository.js';
 import { CaptureWriter, type CaptureOutcome, type CommittedBatch } from './capture-writer.js';
@@ -345,10 +350,9 @@ export class WebhookService {
   }
 }
 
-function checkedVerify(input: NonNullable<CreateRouteRequest['verify']>, violations: Violation[]): RouteVerifyConfig | null {
-  const schemes = ['standard-webhooks', 'stripe', 'github', 'hmac-sha256'] as const;
-  const scheme = schemes.find((known) => known === input.scheme);
-  if (!scheme) violations.push({ field: 'verify.scheme', message: `must be one of ${schemes.join(', ')}` });
+function checkedVerify(input: NonNullable<CreateRouteRequest['verify']>, violations: Violation[]): VerifyConfig | null {
+  const scheme = SIGNATURE_SCHEMES.find((known) => known === input.scheme);
+  if (!scheme) violations.push({ field: 'verify.scheme', message: `must be one of ${SIGNATURE_SCHEMES.join(', ')}` });
   if (typeof input.secret !== 'string' || input.secret === '' || input.secret.length > 1024) {
     violations.push({ field: 'verify.secret', message: 'must be 1 to 1024 characters' });
   } else if (scheme === 'standard-webhooks' && !/^(whsec_)?[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {

@@ -1,8 +1,10 @@
+import type { SignatureFailure, SignatureScheme } from '../../engines/webhook-signature/index.js';
+
 /** A capture's signature check against its route's `verify` settings. */
 export interface StoredSignatureCheck {
-  scheme: 'standard-webhooks' | 'stripe' | 'github' | 'hmac-sha256';
+  scheme: SignatureScheme;
   valid: boolean;
-  reason: 'no_signature_header' | 'malformed_header' | 'timestamp_outside_tolerance' | 'no_signature_matches' | null;
+  reason: SignatureFailure | null;
 }
 
 /** One header line as received: name case kept. */

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { VerifyConfig } from '../../engines/webhook-signature/index.js';
 import type { CapturedRecord, HeaderLine, StoredSignatureCheck } from './webhook-records.js';
 import { capturedEventSql, encodeWebhookEvent, WEBHOOK_CHANNEL } from './webhook-events.js';
 
@@ -9,14 +10,6 @@ export interface RouteResponseConfig {
   body: string;
 }
 
-/** How a route checks the signatures of its captures; the secret never leaves the server. */
-export interface RouteVerifyConfig {
-  scheme: 'standard-webhooks' | 'stripe' | 'github' | 'hmac-sha256';
-  secret: string;
-  header: string | null;
-  toleranceSeconds: number;
-}
-
 export interface RouteRow {
   id: string;
   createdAt: Date;
@@ -24,7 +17,7 @@ export interface RouteRow {
   response: RouteResponseConfig | null;
   /** Milliseconds the sender waits after its capture is stored (0: answered at once). */
   delayMs: number;
-  verify: RouteVerifyConfig | null;
+  verify: VerifyConfig | null;
 }
 
 /**
@@ -114,7 +107,7 @@ interface RouteRowDb {
   response_headers: Record<string, string> | string | null;
   response_body: string | null;
   response_delay_ms: number;
-  verify: RouteVerifyConfig | string | null;
+  verify: VerifyConfig | string | null;
 }
 
 /** SQL for webhook routes and captures; the same statements run on PostgreSQL and PGlite. */
@@ -412,7 +405,7 @@ function toRoute(row: RouteRowDb): RouteRow {
     expiresAt: toDate(row.expires_at),
     response: row.response_status === null ? null : { status: row.response_status, headers: headers ?? {}, body: row.response_body ?? '' },
     delayMs: row.response_delay_ms ?? 0,
-    verify: typeof row.verify === 'string' ? (JSON.parse(row.verify) as RouteVerifyConfig) : row.verify,
+    verify: typeof row.verify === 'string' ? (JSON.parse(row.verify) as VerifyConfig) : row.verify,
   };
 }
 

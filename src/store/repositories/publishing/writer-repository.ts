@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
+import type { components } from '../../../../generated/openapi/publishing.js';
 import { isObjectId, newObjectId } from './object-id.js';
 import { printTimestamp } from './sort-key.js';
 
-export type PublishingRole = 'superuser' | 'editor' | 'writer' | 'reader';
+/** The publishing contract's `Role`. */
+export type PublishingRole = components['schemas']['Role'];
 
 export interface PublishingUserRow {
   id: string;
