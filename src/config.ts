@@ -1,4 +1,5 @@
 import { parseTrustProxy, type TrustProxy } from './services/client-address.js';
+import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from './auth/password-rule.js';
 
 /**
  * Configuration comes from the environment only and is validated once at start: a malformed value
@@ -155,8 +156,8 @@ export function loadConfig(env: Env = process.env): Config {
   if ((adminUsername === undefined) !== (adminPassword === undefined)) {
     throw new ConfigError('ADMIN_USERNAME and ADMIN_PASSWORD must be set together');
   }
-  if (adminPassword !== undefined && adminPassword.length < 8) {
-    throw new ConfigError('ADMIN_PASSWORD must be at least 8 characters');
+  if (adminPassword !== undefined && !isAcceptablePassword(adminPassword)) {
+    throw new ConfigError(`ADMIN_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
   }
   const tlsCert = optional(env, 'TLS_CERT');
   const tlsKey = optional(env, 'TLS_KEY');
@@ -171,8 +172,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (superuserEmail !== undefined && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(superuserEmail)) {
     throw new ConfigError(`SUPERUSER_EMAIL must be an email address, got "${superuserEmail}"`);
   }
-  if (superuserPassword !== undefined && superuserPassword.length < 8) {
-    throw new ConfigError('SUPERUSER_PASSWORD must be at least 8 characters');
+  if (superuserPassword !== undefined && !isAcceptablePassword(superuserPassword)) {
+    throw new ConfigError(`SUPERUSER_PASSWORD must be at least ${MIN_PASSWORD_LENGTH} characters`);
   }
   const databaseUrl = optional(env, 'DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {

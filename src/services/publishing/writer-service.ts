@@ -18,6 +18,11 @@ import {
 import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder } from './page.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
 import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInOutcome, type SignInThrottleOptions } from '../sign-in-throttle.js';
+import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from '../../auth/password-rule.js';
+
+/** The publishing contract's `WriterInput.password` `maxLength`. */
+const MAX_PASSWORD_LENGTH = 256;
+const PASSWORD_BOUNDS = `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`;
 
 // Writers are ordered by createdAt, then id.
 const WRITER_ORDER: ListOrder = { name: 'writers', key: TIMESTAMP_KEY };
@@ -81,7 +86,7 @@ export class WriterService {
     const self = requireRole(caller, isSuperuser, 'Only superusers may create writers.');
     const check = new InputCheck();
     check.email('email', input.email);
-    check.check('password', typeof input.password === 'string' && input.password.length >= 8 && input.password.length <= 256, 'must be 8 to 256 characters');
+    check.check('password', typeof input.password === 'string' && isAcceptablePassword(input.password, MAX_PASSWORD_LENGTH), PASSWORD_BOUNDS);
     check.text('name', input.name, 1, 100);
     if (input.profileImage !== undefined) check.url('profileImage.url', input.profileImage.url);
     check.check('role', input.role === undefined || ALL_ROLES.includes(input.role), `must be one of ${ALL_ROLES.join(', ')}`);
@@ -126,7 +131,7 @@ export class WriterService {
     if (await this.users.findByEmail(email)) return false;
     const check = new InputCheck();
     check.email('email', email);
-    check.check('password', password.length >= 8 && password.length <= 256, 'must be 8 to 256 characters');
+    check.check('password', isAcceptablePassword(password, MAX_PASSWORD_LENGTH), PASSWORD_BOUNDS);
     check.text('name', name, 1, 100);
     check.done();
     try {
