@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { foldUserName } from '../auth/user-name.js';
 import { AppError } from '../errors.js';
 import { LimitCounterRepository } from '../store/repositories/limit-counter-repository.js';
 import { clientKey } from './client-address.js';
@@ -64,7 +65,7 @@ export class SignInThrottle {
    * `resource_exhausted` (429) with the seconds until the window that refused it ends.
    */
   async begin(scope: string, name: string, address: string | undefined): Promise<SignInAttempt> {
-    const nameKey = `sign-in:${scope}:${normaliseName(name)}`;
+    const nameKey = `sign-in:${scope}:${foldUserName(name)}`;
     const addressKey = `sign-in:address:${clientKey(address)}`;
     const attempt: SignInAttempt = { pairKey: `${nameKey}|${clientKey(address)}`, nameKey, addressKey };
     const limits: Record<string, number> = {
@@ -105,9 +106,4 @@ export class SignInThrottle {
   private emit(outcome: SignInOutcome): void {
     for (const observe of this.observers) observe(outcome);
   }
-}
-
-/** The form of a name the throttle counts: trimmed, Unicode-normalised (NFKC) and case-folded. */
-export function normaliseName(name: string): string {
-  return String(name).normalize('NFKC').trim().toLowerCase();
 }

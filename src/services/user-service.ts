@@ -12,9 +12,10 @@ import {
   type UserListRow,
   type UserRow,
 } from '../store/repositories/user-repository.js';
-import { normaliseName, SignInThrottle, type SignInOutcome } from './sign-in-throttle.js';
+import { SignInThrottle, type SignInOutcome } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 import { FirstRunSetup, type FirstRunClaim } from './first-run.js';
+import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from '../auth/password-rule.js';
 
 export type UserDto = components['schemas']['UserDto'];
 export type CreateUserDto = components['schemas']['CreateUserDto'];
@@ -234,7 +235,7 @@ export class UserService {
         patch.password_hash = newHash;
       }
       if (input.name !== undefined && input.name !== target.name) {
-        const holder = await this.users.findByFoldedName(normaliseName(input.name), trx);
+        const holder = await this.users.findByFoldedName(input.name, trx);
         if (holder && holder.id !== target.id) throw nameTaken();
         patch.name = input.name;
       }
@@ -283,9 +284,9 @@ export class UserService {
     if ((await this.users.countAdmins()) > 0) return undefined;
     // Refuse strangers before paying for a hash; re-checked under the lock below.
     await this.firstRun.check(claim, this.knex);
-    if (name.trim() === '' || password.length < 8) {
+    if (name.trim() === '' || !isAcceptablePassword(password)) {
       throw new AppError('invalid_argument', 'Bad Request', {
-        violations: [{ field: 'password', message: 'the first admin needs a name and a password of at least 8 characters' }],
+        violations: [{ field: 'password', message: `the first admin needs a name and a password of at least ${MIN_PASSWORD_LENGTH} characters` }],
       });
     }
     const passwordHash = await hashPassword(password);
@@ -304,7 +305,7 @@ export class UserService {
    * `admin ` next to `admin` would let one account pass for another in every list.
    */
   private async insertUnique(trx: Knex, name: string, passwordHash: string, isAdmin: boolean, profilePicture: string): Promise<UserRow> {
-    if (await this.users.findByFoldedName(normaliseName(name), trx)) throw nameTaken();
+    if (await this.users.findByFoldedName(name, trx)) throw nameTaken();
     return this.users
       .insert(
         { name, password_hash: passwordHash, is_admin: isAdmin, onboarding_done: false, profile_picture: profilePicture, settings: DEFAULT_SETTINGS },
@@ -344,13 +345,10 @@ export class UserService {
   }
 }
 
-/** Passwords have at least this many characters (Unicode code points, as the contract's `minLength` counts). */
-const MIN_PASSWORD_LENGTH = 8;
-
 /**
  * The changes an update body asks for. The read-only `id` is checked against the path and dropped; an
  * empty `password` with an empty or absent `oldPassword` means "unchanged" and drops both; any other
- * password shorter than 8 characters is a 400 (the contract allows the empty string for this reason).
+ * password shorter than MIN_PASSWORD_LENGTH is a 400 (the contract allows the empty string for this reason).
  */
 function changesOf(pathId: string, body: UpdateUserDto): Omit<UpdateUserDto, 'id'> {
   const { id, ...changes } = body;
@@ -361,7 +359,7 @@ function changesOf(pathId: string, body: UpdateUserDto): Omit<UpdateUserDto, 'id
     delete changes.password;
     delete changes.oldPassword;
   }
-  if (changes.password !== undefined && [...changes.password].length < MIN_PASSWORD_LENGTH) {
+  if (changes.password !== undefined && !isAcceptablePassword(changes.password)) {
     const message =
       changes.password === ''
         ? `must NOT have fewer than ${MIN_PASSWORD_LENGTH} characters (an empty password means "unchanged" only with an empty oldPassword)`

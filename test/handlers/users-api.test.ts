@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { foldUserName } from '../../src/auth/user-name.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { bootstrapAdmin, call, createAccount, CUSTOM_SETTINGS, DEFAULT_SETTINGS, signIn, type Account } from './users-fixtures.js';
 
@@ -53,6 +54,24 @@ describe('POST /api/users', () => {
 
   test('a duplicate name answers 409', async () => {
     const response = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: 'carol', password: 'other-password', isAdmin: false } });
+    expect(response.status).toBe(409);
+    expect(response.body).toEqual(expect.objectContaining(CONFLICT));
+  });
+
+  // One folding rule (src/auth/user-name.ts) on both sides: the database compares the fold stored with
+  // each name, so a taken name with spaces PostgreSQL's btrim would not trim (tab, line feed, BOM) still
+  // blocks its plain spelling, as the sign-in throttle counts them as one.
+  test.each([
+    ['a trailing tab', 'fold-tab\t', 'Fold-Tab'],
+    ['NBSPs around it', '\u00a0fold-nbsp\u00a0', 'fold-nbsp'],
+    ['an ideographic space and full-width letters', '\u3000ＦＯＬＤ-wide', 'fold-wide'],
+    ['a byte-order mark', '\ufeffFold-bom', 'fold-bom'],
+    ['an em space and a line feed', '\u2003fold-lf\n', 'fold-lf'],
+  ])('a taken name with %s blocks the same name folded (409)', async (_case, taken, plain) => {
+    expect(foldUserName(taken)).toBe(foldUserName(plain));
+    const first = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: taken, password: 'folding-password', isAdmin: false } });
+    expect(first.status).toBe(200);
+    const response = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: plain, password: 'other-password', isAdmin: false } });
     expect(response.status).toBe(409);
     expect(response.body).toEqual(expect.objectContaining(CONFLICT));
   });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { foldUserName } from '../../auth/user-name.js';
 import { affectedRows } from '../affected-rows.js';
 import { pooledRead, type PooledStatement } from '../pooled-read.js';
 import type { components } from '../../../generated/openapi/users.js';
@@ -71,9 +72,12 @@ export class UserRepository {
     return trx('users').select(COLUMNS).where({ name }).first();
   }
 
-  /** A user whose name is the same once trimmed, NFKC-normalised and case-folded (`folded` is already so). */
-  async findByFoldedName(folded: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
-    return trx('users').select(COLUMNS).whereRaw('lower(btrim(normalize(name, NFKC))) = ?', [folded]).first();
+  /** A user whose name folds (`foldUserName`) to the same as `name`. */
+  async findByFoldedName(name: string, trx: Knex = this.knex): Promise<UserRow | undefined> {
+    return trx('users')
+      .select(COLUMNS)
+      .where({ name_folded: foldUserName(name) })
+      .first();
   }
 
   /**
@@ -102,7 +106,7 @@ export class UserRepository {
 
   async insert(row: Omit<UserRow, 'id'>, trx: Knex = this.knex): Promise<UserRow> {
     const [created] = await trx('users')
-      .insert({ ...row, settings: JSON.stringify(row.settings) })
+      .insert({ ...row, name_folded: foldUserName(row.name), settings: JSON.stringify(row.settings) })
       .returning(COLUMNS);
     return created as UserRow;
   }
@@ -110,6 +114,7 @@ export class UserRepository {
   async update(id: string, patch: Partial<Omit<UserRow, 'id'>>, trx: Knex = this.knex): Promise<UserRow | undefined> {
     const values: Record<string, unknown> = { ...patch, updated_at: trx.fn.now() };
     if (patch.settings) values.settings = JSON.stringify(patch.settings);
+    if (patch.name !== undefined) values.name_folded = foldUserName(patch.name);
     const [updated] = await trx('users').where({ id }).update(values).returning(COLUMNS);
     return updated as UserRow | undefined;
   }
