@@ -111,7 +111,6 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     readiness,
     renderError: renderServerError,
     onError,
-    routers: modules.flatMap((module) => (module.router ? [module.router] : [])),
   });
   // Every service goes to connect-node (all protocols) and, for native unary gRPC, to the fast path:
   // one list of RpcServices feeds both (and in-memory tests use the same entries).

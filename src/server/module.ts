@@ -1,4 +1,3 @@
-import type express from 'express';
 import type { DescService } from '@bufbuild/protobuf';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -48,8 +47,6 @@ export interface ServerModule {
    * gave theirs (reflection describes them, health knows their names); call it at request time.
    */
   rpc?(served: () => readonly DescService[]): RpcService[];
-  /** Express routes (HTTP/1.1 and HTTP/2) for pages and endpoints no contract engine serves. */
-  router?: express.Router;
   /** Contract engines, by contract name, for response validation in tests. */
   restApis?: Record<string, RestApi>;
   /**

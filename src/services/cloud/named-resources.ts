@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { clone, create, fromBinary, toBinary, type Message, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, type Message, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { GenMessage } from '@bufbuild/protobuf/codegenv2';
 import type { Knex } from 'knex';
@@ -294,11 +294,6 @@ export class NamedResources<T extends NamedResource> {
       },
       trx,
     );
-  }
-
-  /** A copy of a stored resource (for callers that change it and `save` it). */
-  copy(resource: T): T {
-    return clone(this.kind.schema, resource);
   }
 
   notFound(id: string): AppError {
