@@ -48,8 +48,11 @@ function openApiChanges(from: ContractSet, to: ContractSet): ContractChange[] {
       continue;
     }
     for (const change of findOpenApiChanges(parseYaml(before), parseYaml(after), name)) {
-      const subject = change.location.startsWith(`${name}, `) ? change.location.slice(name.length + 2) : name;
-      changes.push({ severity: change.severity, kind: 'openapi', file, api, subject, change: change.message, action: change.action });
+      let subject = change.location.startsWith(`${name}, `) ? change.location.slice(name.length + 2) : 'the document';
+      let message = change.message;
+      const path = /^the path (\S+) (.*)$/.exec(message);
+      if (subject === 'the document' && path) [subject, message] = [path[1]!, `the path ${path[2]!} (every operation on it)`];
+      changes.push({ severity: change.severity, kind: 'openapi', file, api, subject, change: message, action: change.action });
     }
   }
   return changes;

@@ -80,8 +80,9 @@ function userTypes(schema: GraphQLSchema): Map<string, GraphQLNamedType> {
   return new Map(Object.entries(schema.getTypeMap()).filter(([name, type]) => !name.startsWith('__') && !isSpecifiedScalarType(type)));
 }
 
+/** "A required arg …" → "a required arg …"; a sentence that starts with a schema name keeps it as spelled. */
 function lowerFirst(text: string): string {
-  return text.charAt(0).toLowerCase() + text.slice(1);
+  return /^(A|An)\s/.test(text) ? text.charAt(0).toLowerCase() + text.slice(1) : text;
 }
 
 /** Every change from `released` to `current`. */

@@ -571,7 +571,7 @@ function documentationChanges(oldDoc: Json, newDoc: Json, documentName: string):
       const documentation = (DOCUMENTATION_KEYWORDS.has(key) || key.startsWith('x-')) && !isNamedMember(pointer);
       if (documentation && key !== 'version') {
         if (JSON.stringify(oldNode[key]) === JSON.stringify(newNode[key])) continue;
-        if (key === 'links' && oldNode[key] !== undefined && newNode[key] !== undefined) {
+        if (key === 'links') {
           const oldLinks = asObject(oldNode[key]);
           const newLinks = asObject(newNode[key]);
           for (const name of new Set([...Object.keys(oldLinks), ...Object.keys(newLinks)])) {
