@@ -90,8 +90,11 @@ function writeChangelogSection(): string {
 
 console.log(`Released ${relative(ROOT, contractsDir) || contractsDir} as ${version} into ${relative(ROOT, baselineDir) || baselineDir}:`);
 if (hadRelease) {
-  console.log(`  changes since ${previous.version ?? 'the previous release'}: ${SEVERITIES.map((severity) => `${changelog.counts[severity]} ${severity}`).join(', ')}`);
-  for (const change of changelog.changes.filter((entry) => entry.severity === 'breaking')) console.log(`    - breaking: ${change.file}, ${change.subject}: ${change.change}.`);
+  console.log(
+    `  changes since ${previous.version ?? 'the previous release'}: ${SEVERITIES.map((severity) => `${changelog.counts[severity]} ${severity}`).join(', ')}`,
+  );
+  for (const change of changelog.changes.filter((entry) => entry.severity === 'breaking'))
+    console.log(`    - breaking: ${change.file}, ${change.subject}: ${change.change}.`);
 } else {
   console.log('  the first release: every contract is new.');
 }

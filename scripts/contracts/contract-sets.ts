@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const BUF = join(ROOT, 'node_modules/.bin/buf');
@@ -90,16 +90,6 @@ export function protoImage(set: ContractSet): Uint8Array | undefined {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/** A directory's path shown to the user, for labels built elsewhere. */
-export function shownPath(path: string): string {
-  return shown(path);
-}
-
-/** The folder holding `contracts/`: where CHANGELOG.md and package.json sit for that working tree. */
-export function projectDirOf(contractsDir: string): string {
-  return dirname(contractsDir);
 }
 
 /** The contracts as committed at a git ref (a branch, tag or commit); needs that history locally. */
