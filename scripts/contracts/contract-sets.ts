@@ -101,7 +101,8 @@ export function gitContracts(ref: string): ContractSet {
     for (const name of listing.split('\n').filter((file) => file.endsWith(extension)).sort()) files.set(name, git('show', `${ref}:contracts/${folder}/${name}`));
     return files;
   };
-  git('rev-parse', '--verify', `${ref}^{commit}`);
+  // buf clones the repository and checks out a ref by name: give it the commit (`main~1` is no name).
+  const commit = git('rev-parse', '--verify', `${ref}^{commit}`).trim();
   const hasTree = (folder: string) => spawnSync('git', ['cat-file', '-e', `${ref}:contracts/${folder}`], { cwd: ROOT }).status === 0;
   let version: string | undefined;
   try {
@@ -113,7 +114,7 @@ export function gitContracts(ref: string): ContractSet {
     label: `git ${ref}`,
     openapi: hasTree('openapi') ? read('openapi', '.yaml') : new Map(),
     graphql: hasTree('graphql') ? read('graphql', '.graphql') : new Map(),
-    proto: hasTree('proto') ? `${ROOT}.git#ref=${ref},subdir=contracts/proto` : undefined,
+    proto: hasTree('proto') ? `${ROOT}.git#ref=${commit},subdir=contracts/proto` : undefined,
     version,
   };
 }

@@ -213,6 +213,38 @@ describe('npm run contracts:changelog and the version gate (npm run breaking)', 
   }, budget(120_000));
 });
 
+describe('npm run contracts:release', () => {
+  it('refuses a version bump smaller than required, else records the version and writes the changelog section in place of a pasted block', async () => {
+    editYaml('openapi/users.yaml', (doc) => {
+      doc.components.schemas.UserDto!.properties.nickname = { type: 'string', maxLength: 100 };
+    });
+    const changelog = join(workspace, 'CHANGELOG.md');
+    writeFileSync(
+      changelog,
+      '# Changelog\n\n## Unreleased\n\n### Changed\n\n- A behaviour no schema shows.\n\n<!-- contracts:changelog -->\npasted earlier\n<!-- /contracts:changelog -->\n\n## 2.0.0 — 2026-11-26\n\n- Older.\n',
+    );
+    const contracts = join(workspace, 'contracts');
+    const refused = await script('contracts-release.ts', '--contracts', contracts, '--version', '2.0.1');
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain('Not released: 2.0.1 is a patch bump over 2.0.0, but the contract changes require a minor bump');
+    expect(JSON.parse(readFileSync(join(contracts, 'baseline/release.json'), 'utf8'))).toEqual({ version: '2.0.0' });
+
+    const release = await script('contracts-release.ts', '--contracts', contracts, '--version', '2.1.0');
+    expect(release.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(contracts, 'baseline/release.json'), 'utf8'))).toEqual({ version: '2.1.0' });
+    const text = readFileSync(changelog, 'utf8');
+    const date = new Date().toISOString().slice(0, 10);
+    expect(text.startsWith(`# Changelog\n\n## Unreleased\n\n## 2.1.0 — ${date}\n\n### Changed\n\n- A behaviour no schema shows.\n\n<!-- contracts:changelog -->\n`)).toBe(true);
+    expect(text).not.toContain('pasted earlier');
+    expect(text).toContain('### Added\n\n- **User Account API** (`openapi/users.yaml`), `GET /api/users/{id}`, `POST /api/users`, `PUT /api/users/{id}`: the property "nickname" of the 200 response was added.');
+    expect(text).toContain('<!-- /contracts:changelog -->\n\n## 2.0.0 — 2026-11-26\n\n- Older.\n');
+    // Released: nothing left to change, and the gate is satisfied at the released version.
+    const gate = await script('breaking.ts', '--contracts', contracts, '--version', '2.1.0');
+    expect(gate.output).toContain('0 breaking, 0 dangerous, 0 additive, 0 documentation-only → required version bump: none.');
+    expect(gate.code).toBe(0);
+  }, budget(150_000));
+});
+
 describe('npm run contracts:changelog on this repository (the working tree against contracts/baseline)', () => {
   let markdown: Outcome;
   let json: Outcome;
