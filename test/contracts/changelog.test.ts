@@ -236,7 +236,8 @@ describe('npm run contracts:release', () => {
     const date = new Date().toISOString().slice(0, 10);
     expect(text.startsWith(`# Changelog\n\n## Unreleased\n\n## 2.1.0 — ${date}\n\n### Changed\n\n- A behaviour no schema shows.\n\n<!-- contracts:changelog -->\n`)).toBe(true);
     expect(text).not.toContain('pasted earlier');
-    expect(text).toContain('### Added\n\n- **User Account API** (`openapi/users.yaml`), `GET /api/users/{id}`, `POST /api/users`, `PUT /api/users/{id}`: the property "nickname" of the 200 response was added.');
+    expect(text).toContain('### Added\n\n- **User Account API** (`openapi/users.yaml`), `GET /api/users`: the property "[].nickname" of the 200 response was added.');
+    expect(text).toContain('\n- **User Account API** (`openapi/users.yaml`), `GET /api/users/{id}`, `POST /api/users`, `PUT /api/users/{id}`: the property "nickname" of the 200 response was added.');
     expect(text).toContain('<!-- /contracts:changelog -->\n\n## 2.0.0 — 2026-11-26\n\n- Older.\n');
     // Released: nothing left to change, and the gate is satisfied at the released version.
     const gate = await script('breaking.ts', '--contracts', contracts, '--version', '2.1.0');
