@@ -1,17 +1,12 @@
 /**
- * The contracts as sets of documents, and the breaking-change checks between two such sets: one
- * place for `npm run breaking` and `npm run contracts:release`.
- *   OpenAPI: scripts/contracts/openapi-breaking.ts over the parsed documents
- *   GraphQL: @graphql-inspector/core, changes of criticality BREAKING
- *   protobuf: buf breaking with the FILE rules of buf.yaml, against a buf image or a git ref
+ * The contracts as sets of documents — the released baseline, a working tree, or a git ref — with the
+ * package version each was released at: what scripts/contracts/changelog.ts compares, for
+ * `npm run contracts:changelog`, `npm run breaking` and `npm run contracts:release`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { buildSchema } from 'graphql';
-import { CriticalityLevel, diff } from '@graphql-inspector/core';
-import { describeBreak, findOpenApiBreaks } from './openapi-breaking.js';
 
 export const ROOT = new URL('../../', import.meta.url).pathname;
 export const BUF = join(ROOT, 'node_modules/.bin/buf');
@@ -21,17 +16,14 @@ export interface ContractSet {
   label: string;
   openapi: Map<string, string>;
   graphql: Map<string, string>;
-  /** A buf input (image file or `.git#ref=…`); undefined when the set has no protos. */
+  /** A buf input (image file, module directory or `.git#ref=…`); undefined when the set has no protos. */
   proto?: string;
+  /** The package version the set was released at (baseline, git ref) or is about to be (working tree). */
+  version?: string;
 }
 
-/** The result for one contract: its breaking changes in sentences, or a note (new, unchanged). */
-export interface ContractReport {
-  kind: 'openapi' | 'graphql' | 'proto';
-  name: string;
-  status: 'unchanged' | 'changed' | 'new' | 'removed';
-  breaks: string[];
-}
+/** The file a baseline records its version in: `{ "version": "2.0.0" }`, written by `npm run contracts:release`. */
+export const RELEASE_FILE = 'release.json';
 
 /** A path as the user knows it: relative inside the repository, absolute outside. */
 function shown(path: string): string {
@@ -45,14 +37,32 @@ function filesIn(dir: string, extension: string): Map<string, string> {
   return files;
 }
 
-/** The contracts of a working tree: `<dir>/openapi/*.yaml`, `<dir>/graphql/*.graphql`, `<dir>/proto`. */
-export function workingContracts(contractsDir: string): ContractSet {
+/** The version in the package.json of the repository (the one beside ROOT's contracts). */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The contracts of a working tree: `<dir>/openapi/*.yaml`, `<dir>/graphql/*.graphql`, `<dir>/proto`; `version` defaults to package.json's. */
+export function workingContracts(contractsDir: string, version = packageVersion()): ContractSet {
   return {
     label: shown(contractsDir),
     openapi: filesIn(join(contractsDir, 'openapi'), '.yaml'),
     graphql: filesIn(join(contractsDir, 'graphql'), '.graphql'),
     proto: existsSync(join(contractsDir, 'proto')) ? join(contractsDir, 'proto') : undefined,
+    version,
   };
+}
+
+/**
+ * The version a baseline was released at: its release.json; a baseline written before release.json
+ * existed names it only in its README ("at package version 2.0.0").
+ */
+export function baselineVersion(baselineDir: string): string | undefined {
+  const record = join(baselineDir, RELEASE_FILE);
+  if (existsSync(record)) return (JSON.parse(readFileSync(record, 'utf8')) as { version?: string }).version;
+  const readme = join(baselineDir, 'README.md');
+  if (!existsSync(readme)) return undefined;
+  return /at package version (\d+\.\d+\.\d+)/.exec(readFileSync(readme, 'utf8'))?.[1];
 }
 
 /** The last released contracts, as `npm run contracts:release` wrote them. */
@@ -63,7 +73,23 @@ export function baselineContracts(baselineDir: string): ContractSet {
     openapi: filesIn(join(baselineDir, 'openapi'), '.yaml'),
     graphql: filesIn(join(baselineDir, 'graphql'), '.graphql'),
     proto: existsSync(image) ? image : undefined,
+    version: baselineVersion(baselineDir),
   };
+}
+
+/** The set's protos as a buf image (descriptor set with source info): the baseline's file, or `buf build` of a directory or git ref. */
+export function protoImage(set: ContractSet): Uint8Array | undefined {
+  if (!set.proto) return undefined;
+  if (set.proto.endsWith('.binpb')) return readFileSync(set.proto);
+  const dir = mkdtempSync(join(tmpdir(), 'contracts-image-'));
+  try {
+    const image = join(dir, 'image.binpb');
+    const run = spawnSync(BUF, ['build', set.proto.startsWith(ROOT) ? relative(ROOT, set.proto) : set.proto, '-o', image], { cwd: ROOT, encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`buf build ${set.proto} failed (exit ${String(run.status)}): ${run.stderr || run.stdout}`);
+    return readFileSync(image);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The contracts as committed at a git ref (a branch, tag or commit); needs that history locally. */
@@ -75,65 +101,22 @@ export function gitContracts(ref: string): ContractSet {
     for (const name of listing.split('\n').filter((file) => file.endsWith(extension)).sort()) files.set(name, git('show', `${ref}:contracts/${folder}/${name}`));
     return files;
   };
-  git('rev-parse', '--verify', `${ref}^{commit}`);
+  // buf clones the repository and checks out a ref by name: give it the commit (`main~1` is no name).
+  const commit = git('rev-parse', '--verify', `${ref}^{commit}`).trim();
   const hasTree = (folder: string) => spawnSync('git', ['cat-file', '-e', `${ref}:contracts/${folder}`], { cwd: ROOT }).status === 0;
+  let version: string | undefined;
+  try {
+    version = (JSON.parse(git('show', `${ref}:package.json`)) as { version?: string }).version;
+  } catch {
+    version = undefined;
+  }
   return {
     label: `git ${ref}`,
     openapi: hasTree('openapi') ? read('openapi', '.yaml') : new Map(),
     graphql: hasTree('graphql') ? read('graphql', '.graphql') : new Map(),
-    proto: hasTree('proto') ? `${ROOT}.git#ref=${ref},subdir=contracts/proto` : undefined,
+    proto: hasTree('proto') ? `${ROOT}.git#ref=${commit},subdir=contracts/proto` : undefined,
+    version,
   };
-}
-
-/** Compares every contract of `released` with `current`; contracts new in `current` are additive. */
-export async function compareContracts(released: ContractSet, current: ContractSet): Promise<ContractReport[]> {
-  const reports: ContractReport[] = [];
-  for (const [name, text] of released.openapi) {
-    const now = current.openapi.get(name);
-    if (now === undefined) {
-      reports.push({ kind: 'openapi', name, status: 'removed', breaks: [`${name}: the whole document was removed.`] });
-      continue;
-    }
-    const breaks = findOpenApiBreaks(parseYaml(text), parseYaml(now), name).map(describeBreak);
-    reports.push({ kind: 'openapi', name, status: text === now ? 'unchanged' : 'changed', breaks });
-  }
-  for (const name of current.openapi.keys()) if (!released.openapi.has(name)) reports.push({ kind: 'openapi', name, status: 'new', breaks: [] });
-
-  for (const [name, text] of released.graphql) {
-    const now = current.graphql.get(name);
-    if (now === undefined) {
-      reports.push({ kind: 'graphql', name, status: 'removed', breaks: [`${name}: the whole schema was removed.`] });
-      continue;
-    }
-    const changes = await diff(buildSchema(text), buildSchema(now));
-    const breaks = changes
-      .filter((change) => change.criticality.level === CriticalityLevel.Breaking)
-      .map((change) => `${name}${change.path ? `, ${change.path}` : ''}: ${change.message.replace(/\.$/, '')}.`);
-    reports.push({ kind: 'graphql', name, status: text === now ? 'unchanged' : 'changed', breaks });
-  }
-  for (const name of current.graphql.keys()) if (!released.graphql.has(name)) reports.push({ kind: 'graphql', name, status: 'new', breaks: [] });
-
-  if (current.proto && released.proto) {
-    reports.push({ kind: 'proto', name: 'buf module', status: 'changed', breaks: bufBreaking(current.proto, released.proto) });
-  } else if (current.proto) {
-    reports.push({ kind: 'proto', name: 'buf module', status: 'new', breaks: [] });
-  } else if (released.proto) {
-    reports.push({ kind: 'proto', name: 'buf module', status: 'removed', breaks: ['contracts/proto: the whole buf module was removed.'] });
-  }
-  return reports;
-}
-
-/** `buf breaking` (FILE rules from buf.yaml); each break as `<file>:<line>:<column>: <sentence>`. */
-function bufBreaking(input: string, against: string): string[] {
-  const run = spawnSync(BUF, ['breaking', input.startsWith(ROOT) ? relative(ROOT, input) : input, '--against', against], { cwd: ROOT, encoding: 'utf8' });
-  if (run.status === 0) return [];
-  const lines = run.stdout.split('\n').filter((line) => line.trim() !== '');
-  // Exit code 100 means "breaking changes found"; anything else is a failure to run the check.
-  if (run.status !== 100 || lines.length === 0) throw new Error(`buf breaking could not run (exit ${String(run.status)}): ${run.stderr || run.stdout}`);
-  return lines.map((line) => {
-    const match = /^(.*?):(\d+):(\d+):(.*)$/.exec(line);
-    return match ? `${match[1]}:${match[2]}:${match[3]}: ${match[4]}` : line;
-  });
 }
 
 /** Reads `--name value` from argv. */

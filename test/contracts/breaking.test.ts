@@ -30,7 +30,7 @@ async function releasedWorkspace(): Promise<string> {
   cpSync(join(ROOT, 'buf.yaml'), join(workspace, 'buf.yaml'));
   cpSync(join(ROOT, 'third_party'), join(workspace, 'third_party'), { recursive: true });
   cpSync(join(ROOT, 'contracts'), join(workspace, 'contracts'), { recursive: true, filter: (path) => !path.includes('/baseline') });
-  const release = await script('contracts-release.ts', workspace);
+  const release = await script('contracts-release.ts', workspace, '--version', '2.0.0');
   expect(release).toMatchObject({ code: 0 });
   return workspace;
 }
@@ -68,7 +68,9 @@ describe('npm run breaking', () => {
     edit(workspace, 'proto/cloud/common/v1/server_info_service.proto', (text) => text.replace(/\n\s*\/\/ The server version[^\n]*\n\s*string version = 2;/, ''));
     const outcome = await script('breaking.ts', workspace);
     expect(outcome.code).toBe(1);
-    expect(outcome.output).toMatch(/server_info_service\.proto:\d+:\d+: Previously present field "2" with name "version" on message "GetServerInfoResponse" was deleted\./);
+    expect(outcome.output).toContain(
+      'BREAKING proto/cloud/common/v1/server_info_service.proto, cloud.common.v1.GetServerInfoResponse.version: the field version (2) was removed. [buf:FIELD_NO_DELETE]',
+    );
   });
 
   it('fails with a sentence naming a removed OpenAPI path', async () => {
@@ -77,21 +79,21 @@ describe('npm run breaking', () => {
     });
     const outcome = await script('breaking.ts', workspace);
     expect(outcome.code).toBe(1);
-    expect(outcome.output).toContain('users.yaml: the path /api/auth was removed.');
+    expect(outcome.output).toContain('BREAKING openapi/users.yaml, /api/auth: the path was removed (every operation on it).');
   });
 
   it('fails with a sentence naming a request property that became required', async () => {
     edit(workspace, 'openapi/users.yaml', (text) => text.replace('required: [name, password, isAdmin]', 'required: [name, password, isAdmin, profilePicture]'));
     const outcome = await script('breaking.ts', workspace);
     expect(outcome.code).toBe(1);
-    expect(outcome.output).toContain('users.yaml, POST /api/users: the property "profilePicture" of the request body became required.');
+    expect(outcome.output).toContain('BREAKING openapi/users.yaml, POST /api/users: the property "profilePicture" of the request body became required.');
   });
 
   it('fails with a sentence naming a removed GraphQL field', async () => {
     edit(workspace, 'graphql/publishing.graphql', (text) => text.replace(/\n\s*"The signed-in user\."\n\s*me: Writer!/, ''));
     const outcome = await script('breaking.ts', workspace);
     expect(outcome.code).toBe(1);
-    expect(outcome.output).toContain("publishing.graphql, Query.me: Field 'me' was removed from object type 'Query'.");
+    expect(outcome.output).toContain('BREAKING graphql/publishing.graphql, Query.me: Query.me was removed. [graphql:FIELD_REMOVED]');
   });
 
   const shallow = execFileSync('git', ['rev-parse', '--is-shallow-repository'], { cwd: ROOT, encoding: 'utf8' }).trim() === 'true';
@@ -101,11 +103,11 @@ describe('npm run breaking', () => {
     });
     const outcome = await script('breaking.ts', workspace, '--against', 'HEAD');
     expect(outcome.output).toContain('against git HEAD');
-    expect(outcome.output).toContain('users.yaml: the path /api/auth was removed.');
+    expect(outcome.output).toContain('BREAKING openapi/users.yaml, /api/auth: the path was removed (every operation on it).');
     expect(outcome.code).toBe(1);
   });
 
-  it('passes purely additive changes to every kind of contract', async () => {
+  it('passes purely additive changes to every kind of contract with a minor version bump, and fails them without one', async () => {
     edit(workspace, 'proto/cloud/common/v1/server_info_service.proto', (text) => text.replace('string version = 2;', 'string version = 2;\n  // The build that runs.\n  string build = 3;'));
     editYaml(workspace, 'openapi/users.yaml', (doc) => {
       doc.paths['/api/extra'] = { get: { operationId: 'getExtra', security: [], responses: { '200': { description: 'ok' } } } };
@@ -113,8 +115,11 @@ describe('npm run breaking', () => {
       if (info) info.properties.build = { type: 'string' };
     });
     edit(workspace, 'graphql/publishing.graphql', (text) => text.replace('type Query {', 'type Query {\n  "A new field."\n  ping: String'));
-    const outcome = await script('breaking.ts', workspace);
-    expect(outcome.output).toContain('No breaking changes.');
-    expect(outcome.code).toBe(0);
+    const [bumped, unchanged] = await Promise.all([script('breaking.ts', workspace, '--version', '2.1.0'), script('breaking.ts', workspace, '--version', '2.0.0')]);
+    expect(bumped.output).toContain('No breaking changes.');
+    expect(bumped.output).toContain('0 breaking, 0 dangerous, 4 additive, 0 documentation-only → required version bump: minor.');
+    expect(bumped.code).toBe(0);
+    expect(unchanged.output).toContain('set "version" in package.json to at least 2.1.0');
+    expect(unchanged.code).toBe(1);
   });
 });
