@@ -7,6 +7,11 @@ import type { Operation } from '../../generated/proto/cloud/common/v1/operation_
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { StatusSchema } from '../../generated/proto/google/rpc/status_pb.js';
 import { OperationRepository } from '../../src/store/repositories/operation-repository.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createCloudSdk } from '../../src/sdk/index.js';
+import { runCfs } from '../support/cfs.js';
 import { seedProjects } from '../support/projects.js';
 import { ConnectTestClient, expectGrpcError, type RpcTestClient } from '../support/grpc.js';
 import { startCloudServer, waitForOperation, type CloudServer } from './fixtures.js';
@@ -272,4 +277,37 @@ test('a filtered list of an unknown resource is empty, without a token', async (
   const empty = await cloud.grpc.call(OperationService.method.list, { resourceId: 'instance-unknown', filter: 'status:*' }, { token: cloud.reader.token });
   expect(empty.message.operations).toEqual([]);
   expect(empty.message.nextPageToken).toBe('');
+});
+
+test('cfs operation list and list-operations-by-parent take --filter, and the SDK passes filter through', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cfs-operation-filter-'));
+  try {
+    const common = ['--server', cloud.server.url, '--token', cloud.reader.token, '--format', 'json'];
+    const cfs = async (args: string[]) => {
+      const result = await runCfs([...args, ...common], dir, { XDG_CONFIG_HOME: dir });
+      if (result.code !== 0) throw new Error(`cfs ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+      return (JSON.parse(result.stdout) as Array<{ id: string }>).map((operation) => operation.id);
+    };
+    const updates = idsWhere(history.a, (o) => o.description === 'Update instance');
+    expect(await cfs(['operation', 'list', '--resource-id', a, '--filter', 'description = "Update instance"'])).toEqual(updates);
+    expect(await cfs(['compute', 'instance', 'list-operations-by-parent', '--parent-id', OPS, '--filter', 'NOT status:*'])).toEqual(
+      idsWhere(history.b, (o) => o.status === undefined),
+    );
+    const malformed = await runCfs(['operation', 'list', '--resource-id', a, '--filter', 'status.code =', ...common], dir, { XDG_CONFIG_HOME: dir });
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toContain('column 14');
+
+    const sdk = createCloudSdk({
+      baseUrl: cloud.server.url,
+      transport: (options) => createConnectTransport({ ...options, httpVersion: '1.1' }),
+      credentials: { token: cloud.reader.token },
+    });
+    const iterated: string[] = [];
+    for await (const operation of sdk.client(OperationService).list({ resourceId: a, filter: 'description = "Update instance"', pageSize: 1n }))
+      iterated.push(operation.id);
+    expect(iterated).toEqual(updates);
+    sdk.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
