@@ -181,6 +181,11 @@ export async function runGrpcContract(): Promise<GrpcContractOutcome> {
       await call(`${I}/ListOperationsByParent`, { parentId });
       const history = await call('cloud.common.v1.OperationService/List', { resourceId });
       check('OperationService.List shows every operation', Array.isArray(history.operations) && history.operations.length === 4, JSON.stringify(history));
+      const stops = await call(`${I}/ListOperationsByParent`, { parentId, filter: 'description = "Stop instance" AND status:*' });
+      check('ListOperationsByParent takes a filter', Array.isArray(stops.operations) && stops.operations.length === 1, JSON.stringify(stops));
+      const updates = await call('cloud.common.v1.OperationService/List', { resourceId, filter: 'description = "Update instance" AND status.code = 0' });
+      check('OperationService.List takes a filter', Array.isArray(updates.operations) && updates.operations.length === 1, JSON.stringify(updates));
+      await expectError('cloud.common.v1.OperationService/List', { resourceId, filter: 'status.message = x' }, 'invalid_argument');
       await waitDone(String((await call(`${I}/Delete`, { id: resourceId })).id));
 
       await expectError(`${I}/Get`, { id: resourceId }, 'not_found');

@@ -43,14 +43,36 @@ function compared(expression: string, type: FilterValueType, operator: Operator,
 }
 
 /**
- * A condition as SQL over `column`, never NULL: an absent field (a missing label, an unset
+ * Where a filter's fields are read: the JSON column `column` (a stored resource's `doc`), or a
+ * table's own columns (`fields`: a field path, dotted, to an SQL expression over the row that is
+ * NULL when the field is unset; a path not there is refused).
+ */
+type FieldSource = { kind: 'json'; column: string } | { kind: 'columns'; fields: Readonly<Record<string, string>> };
+
+function columnOf(source: { fields: Readonly<Record<string, string>> }, path: readonly string[]): string {
+  const expression = source.fields[path.join('.')];
+  if (expression === undefined) throw new Error(`no column for the field ${JSON.stringify(path.join('.'))}`);
+  return expression;
+}
+
+/**
+ * A condition as SQL over `source`, never NULL: an absent field (a missing label, an unset
  * timestamp) fails every comparison but `!=`, which reads as NOT `=` (AIP-160: `a != b` is `NOT a = b`).
  */
-function conditionSql(condition: FilterCondition, column: string): Sql {
+function conditionSql(condition: FilterCondition, source: FieldSource): Sql {
   if ((condition.kind === 'compare' || condition.kind === 'map-entry') && condition.operator === '!=') {
-    const equal = conditionSql({ ...condition, operator: '=' }, column);
+    const equal = conditionSql({ ...condition, operator: '=' }, source);
     return { sql: `(NOT ${equal.sql})`, bindings: equal.bindings };
   }
+  if (source.kind === 'columns') {
+    const column = columnOf(source, condition.path);
+    let inner: Sql;
+    if (condition.kind === 'compare') inner = compared(column, condition.type, condition.operator, condition.value);
+    else if (condition.kind === 'present' && condition.shape === 'value') inner = { sql: `${column} IS NOT NULL`, bindings: [] };
+    else throw new Error(`a ${condition.kind} condition cannot read the column of ${JSON.stringify(condition.path.join('.'))}`);
+    return { sql: `coalesce((${inner.sql}), false)`, bindings: inner.bindings };
+  }
+  const column = source.column;
   const json = `(${column} #> ${pathLiteral(condition.path)})`;
   const text = `(${column} #>> ${pathLiteral(condition.path)})`;
   let inner: Sql;
@@ -84,21 +106,35 @@ function conditionSql(condition: FilterCondition, column: string): Sql {
   return { sql: `coalesce((${inner.sql}), false)`, bindings: inner.bindings };
 }
 
-/** The whole filter as one SQL predicate over the JSON column `column`; values only as bindings. */
-function filterSql(filter: Filter, column: string): Sql {
+/** The whole filter as one SQL predicate over `source`; values only as bindings. */
+function predicateSql(filter: Filter, source: FieldSource): Sql {
   switch (filter.kind) {
     case 'and':
     case 'or': {
-      const parts = filter.terms.map((term) => filterSql(term, column));
+      const parts = filter.terms.map((term) => predicateSql(term, source));
       return { sql: `(${parts.map((part) => part.sql).join(filter.kind === 'and' ? ' AND ' : ' OR ')})`, bindings: parts.flatMap((part) => part.bindings) };
     }
     case 'not': {
-      const inner = filterSql(filter.term, column);
+      const inner = predicateSql(filter.term, source);
       return { sql: `(NOT ${inner.sql})`, bindings: inner.bindings };
     }
     default:
-      return conditionSql(filter, column);
+      return conditionSql(filter, source);
   }
+}
+
+function filterSql(filter: Filter, column: string): Sql {
+  return predicateSql(filter, { kind: 'json', column });
+}
+
+/**
+ * A filter as one SQL predicate over a table's own columns (the operations table): `fields` maps
+ * each filterable field path (dotted JSON names, e.g. `status.code`) to an SQL expression over the
+ * row, NULL when the field is unset. Only comparisons and `field:*` reach columns; the filter's
+ * schema must hide every other field. Values only as bindings.
+ */
+export function columnFilterSql(filter: Filter, fields: Readonly<Record<string, string>>): Sql {
+  return predicateSql(filter, { kind: 'columns', fields });
 }
 
 /**

@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordPendingKey } from './idempotency.js';
-import { OperationRepository, type OperationQuery, type OperationRow } from '../../store/repositories/operation-repository.js';
+import {
+  OperationRepository,
+  type FilteredOperationQuery,
+  type FilteredOperations,
+  type OperationQuery,
+  type OperationRow,
+} from '../../store/repositories/operation-repository.js';
 
 /** What a service records when a mutation starts. */
 /** Request headers recorded on an operation: lowercase name → values. */
@@ -94,6 +100,11 @@ export class Operations {
 
   list(query: OperationQuery, trx: Knex = this.knex): Promise<OperationRow[]> {
     return this.repository.list(query, trx);
+  }
+
+  /** One filtered page, newest first (OperationRepository.listFiltered). */
+  listFiltered(query: FilteredOperationQuery, trx: Knex = this.knex): Promise<FilteredOperations> {
+    return this.repository.listFiltered(query, trx);
   }
 
   /** The id of a running operation of the resource, if any (callers lock the resource first). */

@@ -116,7 +116,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     maxWaiters: config.operationMaxWaiters,
     onError: (error) => logger.error({ err: error }, 'reading completed operations for their waiters failed'),
   });
-  const queries = new OperationQueries(operations, { worker, waiters });
+  const queries = new OperationQueries(operations, { worker, waiters }, config.listFilterScanRows);
 
   const interceptors: Interceptor[] = [
     createErrorInterceptor({ onInternal: (cause, requestId) => ctx.onError(cause, requestId) }),

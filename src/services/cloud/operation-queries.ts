@@ -5,7 +5,9 @@ import { authorize, type Principal } from '../../auth/principal.js';
 import type { OperationWaiters, OperationWorker, Operations } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { requireFields } from './named-resources.js';
-import { decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
+import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
+import { operationListFilter, filteredScope } from './list-filter.js';
+import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
 
 /** OperationService.Wait without a timeout waits this long (docs/operations.md, "Wait"). */
 const WAIT_DEFAULT_MS = 30_000;
@@ -37,6 +39,8 @@ export class OperationQueries {
   constructor(
     private readonly operations: Operations,
     private readonly control: { worker: OperationWorker; waiters: OperationWaiters },
+    /** At most this many rows examined per filtered List page (LIST_FILTER_SCAN_ROWS). */
+    private readonly listScanRows = DEFAULT_LIST_SCAN_ROWS,
   ) {}
 
   async get(principal: Principal, id: string, services: readonly string[] | undefined): Promise<OperationRow> {
@@ -46,17 +50,34 @@ export class OperationQueries {
 
   async list(
     principal: Principal,
-    request: { resourceId: string; pageSize: bigint; pageToken: string },
+    request: { resourceId: string; pageSize: bigint; pageToken: string; filter: string },
     services: readonly string[] | undefined,
   ): Promise<Page<OperationRow>> {
     requireFields({ resource_id: request.resourceId });
     const size = pageSize(request.pageSize);
-    const scope = `operations:${request.resourceId}:${services?.join(',') ?? '*'}`;
+    const filter = operationListFilter(request.filter);
+    const scope = filteredScope(`operations:${request.resourceId}:${services?.join(',') ?? '*'}`, request.filter);
     const before = decodePageToken(scope, request.pageToken);
-    const rows = await this.operations.list({ resourceId: request.resourceId, services, beforeSeq: before, limit: size + 1 });
-    const page = pageFrom(rows, size, scope);
-    for (const parentId of new Set(page.items.map((row) => row.parent_id))) authorize(principal, 'read', parentId);
-    return page;
+    if (filter === undefined) {
+      const rows = await this.operations.list({ resourceId: request.resourceId, services, beforeSeq: before, limit: size + 1 });
+      const page = pageFrom(rows, size, scope);
+      for (const parentId of new Set(page.items.map((row) => row.parent_id))) authorize(principal, 'read', parentId);
+      return page;
+    }
+    // Authorized before the filter runs, on the resource's newest operation (all of a resource's
+    // operations share its parent): a filter must not tell a stranger whether something matches.
+    const [newest] = await this.operations.list({ resourceId: request.resourceId, services, limit: 1 });
+    if (newest === undefined) return { items: [], nextPageToken: '' };
+    authorize(principal, 'read', newest.parent_id);
+    const result = await this.operations.listFiltered({
+      resourceId: request.resourceId,
+      services,
+      beforeSeq: before,
+      limit: size + 1,
+      filter,
+      scanRows: this.listScanRows,
+    });
+    return boundedPageFrom(result.rows, size, scope, (row) => row, result.resumeAfter);
   }
 
   /**

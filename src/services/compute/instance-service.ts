@@ -28,7 +28,8 @@ import type { OperationRow } from '../../store/repositories/operation-repository
 import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
 import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck } from '../cloud/named-resources.js';
-import { decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
+import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
+import { filteredScope, operationListFilter } from '../cloud/list-filter.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
 const COMPUTE_SERVICE = 'compute';
@@ -59,17 +60,19 @@ const WORK = {
  */
 export class InstanceService {
   readonly resources: NamedResources<Instance>;
+  private readonly listScanRows: number;
 
   constructor(
     knex: Knex,
     private readonly operations: Operations,
     options: InstanceServiceOptions,
   ) {
+    this.listScanRows = options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS;
     this.resources = new NamedResources(knex, operations, {
       schema: InstanceSchema,
       service: COMPUTE_SERVICE,
       idPrefix: 'instance',
-      listScanRows: options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS,
+      listScanRows: this.listScanRows,
       label: 'instance',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,
@@ -96,14 +99,20 @@ export class InstanceService {
     return this.resources.list(principal, request);
   }
 
-  async listOperationsByParent(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string }): Promise<Page<OperationRow>> {
+  async listOperationsByParent(
+    principal: Principal,
+    request: { parentId: string; pageSize: bigint; pageToken: string; filter: string },
+  ): Promise<Page<OperationRow>> {
     requireFields({ parent_id: request.parentId });
     const size = pageSize(request.pageSize);
-    const scope = `operations-by-parent:${request.parentId}`;
+    const filter = operationListFilter(request.filter);
+    const scope = filteredScope(`operations-by-parent:${request.parentId}`, request.filter);
     const before = decodePageToken(scope, request.pageToken);
     authorize(principal, 'read', request.parentId);
-    const rows = await this.operations.list({ parentId: request.parentId, services: [COMPUTE_SERVICE], beforeSeq: before, limit: size + 1 });
-    return pageFrom(rows, size, scope);
+    const query = { parentId: request.parentId, services: [COMPUTE_SERVICE], beforeSeq: before, limit: size + 1 };
+    if (filter === undefined) return pageFrom(await this.operations.list(query), size, scope);
+    const result = await this.operations.listFiltered({ ...query, filter, scanRows: this.listScanRows });
+    return boundedPageFrom(result.rows, size, scope, (row) => row, result.resumeAfter);
   }
 
   /** Creates the instance in state CREATING; its operation's work brings it to RUNNING (or STOPPED). */

@@ -17,6 +17,7 @@ import * as createSetupCodes from './20261128230100_create_setup_codes.js';
 import * as filterableCloudResources from './20261128230200_filterable_cloud_resources.js';
 import * as addOperationCancelRequests from './20261128230300_add_operation_cancel_requests.js';
 import * as addWebhookRequestProxyChain from './20261128233000_add_webhook_request_proxy_chain.js';
+import * as filterableOperations from './20261129030000_filterable_operations.js';
 import * as addUsersNameFolded from './20261129036000_add_users_name_folded.js';
 
 interface Migration {
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261128230200_filterable_cloud_resources': filterableCloudResources,
   '20261128230300_add_operation_cancel_requests': addOperationCancelRequests,
   '20261128233000_add_webhook_request_proxy_chain': addWebhookRequestProxyChain,
+  '20261129030000_filterable_operations': filterableOperations,
   '20261129036000_add_users_name_folded': addUsersNameFolded,
 };
 

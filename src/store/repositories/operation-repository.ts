@@ -1,5 +1,7 @@
 import type { Knex } from 'knex';
 import { affectedRows } from '../affected-rows.js';
+import type { Filter } from '../../engines/filter/index.js';
+import { columnFilterSql } from '../filtered-list.js';
 
 /** An operation as stored: the client-visible fields plus its background work. */
 export interface OperationRow {
@@ -39,6 +41,43 @@ export interface OperationQuery {
   /** Only operations older than this `seq` (keyset pagination, newest first). */
   beforeSeq?: number | undefined;
   limit: number;
+}
+
+/** A filtered page of operations (docs/cloud-api.md, "List filters"). */
+export interface FilteredOperationQuery extends OperationQuery {
+  filter: Filter;
+  /** At most this many candidate rows are examined (LIST_FILTER_SCAN_ROWS). */
+  scanRows: number;
+}
+
+/** A filtered page's rows and, when it stopped at its scan bound short of a page, the `seq` to resume after. */
+export interface FilteredOperations {
+  rows: OperationRow[];
+  resumeAfter: number | undefined;
+}
+
+/**
+ * The operation's filterable fields (OPERATION_FILTER_FIELDS in src/services/cloud/list-filter.ts)
+ * as SQL over a row of `operations` aliased `candidates`, NULL when unset. `status.code` is read
+ * from the stored google.rpc.Status: its field 1 (tag byte 8) is a one-byte varint for every gRPC
+ * code (0–16), and a code 0 is not encoded at all.
+ */
+const FILTER_COLUMNS: Readonly<Record<string, string>> = {
+  id: 'candidates.id',
+  description: 'candidates.description',
+  createdAt: 'candidates.created_at',
+  createdBy: 'candidates.created_by',
+  finishedAt: 'candidates.finished_at',
+  resourceId: 'candidates.resource_id',
+  status: 'candidates.status',
+  'status.code': `(CASE WHEN candidates.status IS NULL THEN NULL
+    WHEN length(candidates.status) >= 2 AND get_byte(candidates.status, 0) = 8 THEN get_byte(candidates.status, 1) ELSE 0 END)`,
+};
+
+/** Whether every match must be running (`NOT status:*` in the filter's top-level AND): then the partial indexes of running operations serve it. */
+function requiresRunning(filter: Filter): boolean {
+  if (filter.kind === 'and') return filter.terms.some(requiresRunning);
+  return filter.kind === 'not' && filter.term.kind === 'present' && filter.term.path.length === 1 && filter.term.path[0] === 'status';
 }
 
 const COLUMNS = [
@@ -93,6 +132,43 @@ export class OperationRepository {
     if (query.services !== undefined) builder.whereIn('service', [...query.services]);
     if (query.beforeSeq !== undefined) builder.where('seq', '<', query.beforeSeq);
     return (await builder).map(normalize);
+  }
+
+  /**
+   * One keyset page (newest first) of the operations `query` selects that match its filter: the
+   * candidates below the cursor in `seq` order descending, at most `scanRows` of them, then the
+   * filter over those, `limit` rows at most. As src/store/filtered-list.ts: a page that examined
+   * `scanRows` candidates without filling up answers where the walk stopped (`resumeAfter`, the
+   * `seq` of the last one examined). A filter that requires running operations walks the partial
+   * indexes of running operations (`operations_running_resource`, `operations_running_parent`).
+   */
+  async listFiltered(query: FilteredOperationQuery, trx: Knex = this.knex): Promise<FilteredOperations> {
+    const running = requiresRunning(query.filter);
+    const walk = (): Knex.QueryBuilder => {
+      const builder = trx('operations').orderBy('seq', 'desc');
+      if (query.resourceId !== undefined) builder.where('resource_id', query.resourceId);
+      if (query.parentId !== undefined) builder.where('parent_id', query.parentId);
+      if (query.services !== undefined) builder.whereIn('service', [...query.services]);
+      // Written in the SQL, not bound, so the planner matches the partial indexes' predicate.
+      if (running) builder.whereRaw('status IS NULL');
+      if (query.beforeSeq !== undefined) builder.where('seq', '<', query.beforeSeq);
+      return builder;
+    };
+    const predicate = columnFilterSql(query.filter, FILTER_COLUMNS);
+    const rows = await trx
+      .from(walk().select(COLUMNS).limit(query.scanRows).as('candidates'))
+      .select(COLUMNS.map((column) => `candidates.${column}`))
+      .whereRaw(predicate.sql, predicate.bindings)
+      .orderBy('candidates.seq', 'desc')
+      .limit(query.limit);
+    const page = (rows as Array<Record<string, unknown>>).map(normalize);
+    if (page.length >= query.limit) return { rows: page, resumeAfter: undefined };
+    const cut = (await walk()
+      .select('seq')
+      .offset(query.scanRows - 1)
+      .limit(1)
+      .first()) as { seq: string | number } | undefined;
+    return { rows: page, resumeAfter: cut === undefined ? undefined : Number(cut.seq) };
   }
 
   /** The id of a running operation of the resource, if any. */
@@ -295,6 +371,7 @@ function bytes(value: unknown): Uint8Array | null {
 function normalize(row: Record<string, unknown>): OperationRow {
   return {
     ...(row as unknown as OperationRow),
+    seq: Number(row.seq),
     request: bytes(row.request) ?? new Uint8Array(),
     status: bytes(row.status),
     progress: bytes(row.progress),
