@@ -41,7 +41,7 @@ const ONLY = new Set((process.env.IMAGE_ONLY ?? 'image,pglite,postgres,kube,comp
 const MAX_ADDED_MB = Number(process.env.IMAGE_MAX_ADDED_MB ?? 100);
 /** Ready within this on a busy 2-core machine (a fresh PGlite's initdb took 22–46 s here). */
 const READY_BOUND_MS = Math.round(120_000 * Math.max(1, slowdown()));
-const SHUTDOWN_DELAY_MS = 2000;
+const SHUTDOWN_DELAY_MS = 5000;
 const SHUTDOWN_GRACE_MS = 10_000;
 
 interface Row {
@@ -78,6 +78,15 @@ async function logs(name: string): Promise<string> {
   return `${stdout}${stderr}`;
 }
 
+/**
+ * The drain as the checks expect it, and a start bound as long as the test's: a fresh PGlite's initdb
+ * took over 2 min at a load average of 25 here (STARTUP_TIMEOUT_MS, 60 s by default, would end it).
+ */
+const SERVER_ENV = [
+  ...['-e', `SHUTDOWN_DELAY_MS=${SHUTDOWN_DELAY_MS}`, '-e', `SHUTDOWN_GRACE_MS=${SHUTDOWN_GRACE_MS}`],
+  ...['-e', `STARTUP_TIMEOUT_MS=${Math.min(600_000, READY_BOUND_MS)}`],
+];
+
 /** The hardened way to run it: not root, read-only root filesystem without even a /tmp, no capabilities. */
 const HARDENED = ['--read-only', '--read-only-tmpfs=false', '--user', '1000:1000', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges'];
 
@@ -98,13 +107,16 @@ async function checkImage(): Promise<void> {
   );
 
   const inspect = JSON.parse((await podman(['image', 'inspect', IMAGE], { check: true })).stdout) as {
-    Config: { User?: string; Entrypoint?: string[]; Cmd?: string[]; Healthcheck?: { Test?: string[] } };
+    Config: { User?: string; Entrypoint?: string[]; Cmd?: string[] };
+    /** podman keeps a docker-format image's HEALTHCHECK here (the OCI format has none). */
+    Healthcheck?: { Test?: string[] };
   }[];
   const config = inspect[0]?.Config;
+  const healthcheck = inspect[0]?.Healthcheck;
   record(
     'image config',
-    config?.User === 'node' && config.Entrypoint?.join(' ') === 'node bin/cfs-server.js' && (config.Healthcheck?.Test?.length ?? 0) > 0,
-    `USER ${config?.User}, ENTRYPOINT ${JSON.stringify(config?.Entrypoint)}, CMD ${JSON.stringify(config?.Cmd)}, HEALTHCHECK ${config?.Healthcheck ? 'kept' : 'missing'}`,
+    config?.User === 'node' && config.Entrypoint?.join(' ') === 'node bin/cfs-server.js' && (healthcheck?.Test?.length ?? 0) > 0,
+    `USER ${config?.User}, ENTRYPOINT ${JSON.stringify(config?.Entrypoint)}, CMD ${JSON.stringify(config?.Cmd)}, HEALTHCHECK ${healthcheck ? 'kept' : 'missing'}`,
   );
 
   // What must not be in it: build-only packages, tests, benches, VCS, keys, the build's npm cache.
@@ -139,26 +151,9 @@ async function checkPglite(): Promise<void> {
   cleanups.push(() => podman(['volume', 'rm', '-f', volume]));
   cleanups.push(() => podman(['rm', '-f', '-t', '0', name]));
   const started = Date.now();
-  await podman(
-    [
-      'run',
-      '-d',
-      '--pull=never',
-      '--name',
-      name,
-      ...HARDENED,
-      '-v',
-      `${volume}:/app/data`,
-      '-p',
-      `127.0.0.1:${port}:5000`,
-      '-e',
-      `SHUTDOWN_DELAY_MS=${SHUTDOWN_DELAY_MS}`,
-      '-e',
-      `SHUTDOWN_GRACE_MS=${SHUTDOWN_GRACE_MS}`,
-      IMAGE,
-    ],
-    { check: true },
-  );
+  await podman(['run', '-d', '--pull=never', '--name', name, ...HARDENED, '-v', `${volume}:/app/data`, '-p', `127.0.0.1:${port}:5000`, ...SERVER_ENV, IMAGE], {
+    check: true,
+  });
   const base = `http://127.0.0.1:${port}`;
   const readyMs = await waitFor200(`${base}/readyz`, READY_BOUND_MS, () => running(name));
   record(
@@ -185,10 +180,13 @@ async function checkPglite(): Promise<void> {
 async function drain(name: string, base: string, label: string): Promise<void> {
   const signalled = Date.now();
   await podman(['kill', '--signal', 'TERM', name], { check: true });
+  // Until /readyz answers 503 while /healthz still answers 200, or the server is gone (a failure).
   let notReady = false;
-  while (Date.now() - signalled < SHUTDOWN_DELAY_MS && !notReady) {
-    const [ready, alive] = [await get(`${base}/readyz`, 1000), await get(`${base}/healthz`, 1000)];
+  let gone = false;
+  while (!notReady && !gone && Date.now() - signalled < SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS) {
+    const [ready, alive] = [await get(`${base}/readyz`, 2000), await get(`${base}/healthz`, 2000)];
     notReady = ready.status === 503 && alive.status === 200;
+    gone = ready.status === 0 && alive.status === 0;
   }
   record(`${label}: SIGTERM drains (/readyz 503, still serving)`, notReady, notReady ? `within ${seconds(Date.now() - signalled)}` : 'never seen');
   const waited = await podman(['wait', name], { timeoutMs: SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + 20_000 });
@@ -246,10 +244,7 @@ async function checkPostgres(): Promise<void> {
       `PORT=${port}`,
       '-e',
       'HOST=127.0.0.1',
-      '-e',
-      `SHUTDOWN_DELAY_MS=${SHUTDOWN_DELAY_MS}`,
-      '-e',
-      `SHUTDOWN_GRACE_MS=${SHUTDOWN_GRACE_MS}`,
+      ...SERVER_ENV,
       IMAGE,
     ],
     { check: true },

@@ -102,9 +102,10 @@ export async function runKubePlay({ image, adminUrl, readyBoundMs, record, clean
   cleanups.push(() => podman(['kube', 'down', file]));
   const played = await podman(['kube', 'play', file]);
   const replicas = deployment.spec?.replicas ?? 0;
-  const containers = (await podman(['ps', '-a', '--filter', `label=io.kubernetes.pod.name`, '--format', '{{.Names}}'])).stdout
-    .split('\n')
-    .filter((name) => name.includes(`${deployment.metadata.name}-pod`) && !name.includes('infra'));
+  // kube play names a Deployment's pods <name>-pod-<n> and their containers <pod>-<container>.
+  const containerName = deployment.spec?.template?.spec.containers[0]?.name ?? '';
+  const pattern = new RegExp(`^${deployment.metadata.name}-pod-\\d+-${containerName}$`);
+  const containers = (await podman(['ps', '-a', '--format', '{{.Names}}'])).stdout.split('\n').filter((name) => pattern.test(name));
   record(
     'kube: podman kube play runs the Deployment',
     played.code === 0 && containers.length === replicas,
