@@ -34,7 +34,9 @@ export async function runCompose({ image, readyBoundMs, record, cleanups }: Omit
   const project = `cfsimage${process.pid}`;
   const env = { ...process.env, CFS_IMAGE: image, CFS_PORT: String(port), CFS_GRPC_PORT: String(grpcPort), COMPOSE_PROJECT_NAME: project };
 
-  const dry = await command('podman-compose', ['--dry-run', 'up', '-d'], { env });
+  // Its dry run still creates the named volumes: removed right after.
+  const dry = await command('podman-compose', ['--dry-run', '-p', project, 'up', '-d'], { env });
+  await podman(['volume', 'rm', '-f', `${project}_db-data`]);
   const leftOver = /\$\{[A-Z_]+/.exec(dry.stdout)?.[0];
   record(
     'compose: podman-compose 1.0.3 reads compose.yaml',

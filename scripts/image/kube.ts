@@ -7,7 +7,7 @@
  * What kube play cannot do, and the policy tests (test/deploy/kubernetes.test.ts) check instead:
  * probes (ignored; an httpGet liveness probe becomes a `curl` the slim image lacks), the preStop
  * sleep and termination grace, Services, the PDB, HPA and NetworkPolicy. Podman 4.3 takes a Secret
- * as a podman secret holding the Secret's YAML, so the rendered Secret is created that way.
+ * as a podman secret holding the Secret's data as JSON, so the rendered Secret is created that way.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,22 +55,24 @@ export async function runKubePlay({ image, adminUrl, readyBoundMs, record, clean
 
   const database = await scratchDatabase(adminUrl, 'kube');
   cleanups.push(() => database.drop());
-  const gateway = JSON.parse((await podman(['network', 'inspect', 'podman'], { check: true })).stdout)[0]?.subnets?.[0]?.gateway as string;
+  // The host as the pods see it (kube play puts them on a network of its own): the relay listens on
+  // every address, for private (bridge) peers only.
   const admin = new URL(adminUrl);
   const relay = await startRelay('0.0.0.0', { host: admin.hostname, port: Number(admin.port || 5432) });
   cleanups.push(() => relay.close());
   const url = new URL(database.url);
-  url.hostname = gateway;
+  url.hostname = 'host.containers.internal';
   url.port = String(relay.port);
   secret.stringData = { ...secret.stringData, DATABASE_URL: url.toString() };
 
   const dir = mkdtempSync(join(tmpdir(), 'cfs-kube-'));
   cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-  // The Secret as podman 4.3 reads it: a podman secret of that name holding the Secret's YAML (data, base64).
+  // The Secret as podman 4.3 reads it: a podman secret of that name holding its `data` as a JSON
+  // object of base64 values (not the whole Secret: that fails as "not valid JSON").
   const data = Object.fromEntries(Object.entries(secret.stringData ?? {}).map(([key, value]) => [key, Buffer.from(value).toString('base64')]));
-  writeFileSync(join(dir, 'secret.yaml'), stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: secret.metadata.name }, data }));
+  writeFileSync(join(dir, 'secret.json'), JSON.stringify(data));
   await podman(['secret', 'rm', secret.metadata.name]);
-  await podman(['secret', 'create', secret.metadata.name, join(dir, 'secret.yaml')], { check: true });
+  await podman(['secret', 'create', secret.metadata.name, join(dir, 'secret.json')], { check: true });
   cleanups.push(() => podman(['secret', 'rm', secret.metadata.name]));
 
   // The Job's container: same image, its own args, the same ConfigMap and Secret (as environment).
@@ -97,11 +99,25 @@ export async function runKubePlay({ image, adminUrl, readyBoundMs, record, clean
     `\`${(jobContainer.args ?? []).join(' ')}\` exit ${migrated.code} in ${((Date.now() - started) / 1000).toFixed(1)} s${migrated.code === 0 ? '' : `\n${migrated.stderr.slice(-2000)}`}`,
   );
 
+  // kube play 4.3 publishes every containerPort on the host's same port (there is no hostPort in
+  // the manifest), so a second replica fails "address already in use": for kube play only, the pod
+  // declares no ports (each pod is reached on its own address, as in a cluster).
+  const forKubePlay = structuredClone(deployment);
+  for (const container of forKubePlay.spec?.template?.spec.containers ?? []) delete (container as { ports?: unknown }).ports;
   const file = join(dir, 'deployment.yaml');
-  writeFileSync(file, [configMap, deployment].map((manifest) => stringify(manifest)).join('---\n'));
-  cleanups.push(() => podman(['kube', 'down', file]));
-  const played = await podman(['kube', 'play', file]);
+  writeFileSync(file, [configMap, forKubePlay].map((manifest) => stringify(manifest)).join('---\n'));
   const replicas = deployment.spec?.replicas ?? 0;
+  const pods = Array.from({ length: replicas }, (_, index) => `${deployment.metadata.name}-pod-${index}`);
+  // What kube play leaves when it fails halfway (a pod without its containers), and the anonymous
+  // volumes of the image's VOLUME: podman removes neither with `kube down`.
+  const volumesBefore = new Set((await podman(['volume', 'ls', '-q'])).stdout.split('\n'));
+  cleanups.push(async () => {
+    await podman(['kube', 'down', file]);
+    for (const pod of pods) await podman(['pod', 'rm', '-f', '--ignore', pod]);
+    const created = (await podman(['volume', 'ls', '-q'])).stdout.split('\n').filter((volume) => /^[0-9a-f]{64}$/.test(volume) && !volumesBefore.has(volume));
+    if (created.length > 0) await podman(['volume', 'rm', ...created]);
+  });
+  const played = await podman(['kube', 'play', file]);
   // kube play names a Deployment's pods <name>-pod-<n> and their containers <pod>-<container>.
   const containerName = deployment.spec?.template?.spec.containers[0]?.name ?? '';
   const pattern = new RegExp(`^${deployment.metadata.name}-pod-\\d+-${containerName}$`);
@@ -115,13 +131,16 @@ export async function runKubePlay({ image, adminUrl, readyBoundMs, record, clean
   const ready: string[] = [];
   const playStarted = Date.now();
   for (const name of containers) {
-    const ip = (await podman(['inspect', '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', name])).stdout.trim();
-    const address = ip || (await podman(['inspect', '--format', '{{.NetworkSettings.IPAddress}}', name])).stdout.trim();
+    // The pod's address is its infra container's (the containers share its network namespace).
+    const pod = name.slice(0, -(containerName.length + 1));
+    const infra = (await podman(['pod', 'inspect', '--format', '{{.InfraContainerID}}', pod])).stdout.trim();
+    const address = (await podman(['inspect', '--format', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', infra])).stdout.trim();
     while (Date.now() - playStarted < readyBoundMs) {
       if ((await get(`http://${address}:5000/readyz`)).status === 200) {
         ready.push(`${name} (${address}) in ${((Date.now() - playStarted) / 1000).toFixed(1)} s`);
         break;
       }
+      if ((await podman(['inspect', '--format', '{{.State.Running}}', name])).stdout.trim() !== 'true') break;
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
