@@ -149,7 +149,7 @@ async function checkPglite(): Promise<void> {
   const port = await freePort();
   await podman(['volume', 'create', volume], { check: true });
   cleanups.push(() => podman(['volume', 'rm', '-f', volume]));
-  cleanups.push(() => podman(['rm', '-f', '-t', '0', name]));
+  cleanups.push(() => podman(['rm', '-f', '-v', '-t', '0', name]));
   const started = Date.now();
   await podman(['run', '-d', '--pull=never', '--name', name, ...HARDENED, '-v', `${volume}:/app/data`, '-p', `127.0.0.1:${port}:5000`, ...SERVER_ENV, IMAGE], {
     check: true,
@@ -231,7 +231,7 @@ async function checkPostgres(): Promise<void> {
   );
 
   const port = await freePort();
-  cleanups.push(() => podman(['rm', '-f', '-t', '0', name]));
+  cleanups.push(() => podman(['rm', '-f', '-v', '-t', '0', name]));
   const started = Date.now();
   await podman(
     [
