@@ -23,6 +23,7 @@ const TOOLS: Record<string, string> = {
   runc: 'runc',
   debootstrap: 'debootstrap',
   'docker-compose': 'docker-compose',
+  'podman-compose': 'podman-compose',
   kubectl: 'kubernetes-client',
 };
 
