@@ -1,7 +1,8 @@
 # The server as a container, listening on 5000 (the webhook inspector's reference deployment).
 # Without DATABASE_URL it runs on embedded PostgreSQL (PGlite) in /app/data — mount a volume there to
 # keep data; with DATABASE_URL=postgres://… it uses that server (compose.yaml runs both).
-# test/runtime/dockerfile.test.ts lints this file and runs its ENTRYPOINT and CMD against a built dist/ with SIGTERM.
+# test/runtime/dockerfile.test.ts lints this file and runs its ENTRYPOINT and CMD against a built dist/ with SIGTERM;
+# `npm run test:image` builds it with podman and runs the image itself (docs/deploying.md, Container).
 
 # Build stage: every dependency (swc, tsx, buf…) as locked, then `npm run build` → dist/.
 FROM node:24-slim AS build
@@ -10,7 +11,8 @@ COPY package.json package-lock.json ./
 # --ignore-scripts: `prepare` would build before the sources are copied; the build runs below.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-RUN npm run build
+# Source maps stay out of the image (they are for debugging a checkout, not for serving).
+RUN npm run build && find dist -name '*.map' -type f -delete
 
 # Runtime stage: production dependencies only, the compiled server, the contracts it reads at run time.
 FROM node:24-slim AS runtime
@@ -20,7 +22,11 @@ ENV NODE_ENV=production \
     DATA_DIR=/app/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# Then what no production process reads: source maps, type declarations, TypeScript sources and
+# markdown inside the packages (about a third of their size), and npm's cache and logs.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
+ && find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' -o -name '*.markdown' \) -delete \
+ && rm -rf node_modules/@types "$HOME/.npm" /root/.npm /tmp/*
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/generated ./dist/generated
 # The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
