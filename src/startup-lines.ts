@@ -21,7 +21,7 @@ export function servingUrl(config: Pick<Config, 'host' | 'tlsCert'>, port: numbe
 }
 
 /** The store as a person names it; a PostgreSQL URL without its user or password. */
-export function storeDescription(config: Pick<Config, 'databaseUrl' | 'dataDir'>, kind: DatabaseKind): string {
+function storeDescription(config: Pick<Config, 'databaseUrl' | 'dataDir'>, kind: DatabaseKind): string {
   if (kind === 'pglite') return config.dataDir.startsWith('memory://') ? 'PGlite in memory (nothing kept)' : `PGlite in ${config.dataDir}`;
   try {
     const url = new URL(config.databaseUrl ?? '');
