@@ -108,8 +108,8 @@ export async function shippedPgliteTemplate(): Promise<Blob | undefined> {
 
 /**
  * Makes a template at `tarball` (and its manifest beside it): a new in-memory PGlite, migrated, dumped.
- * Nothing is done when a matching one is already there; one from `reuse` (another matching template,
- * e.g. the test suite's) is copied instead of made again.
+ * Nothing is done when a matching one is already there; one from `reuse` (a cache of matching
+ * templates, e.g. the test suite's) is copied instead of made again, and a template made is left there too.
  */
 export async function writePgliteTemplate(tarball: string, reuse?: string): Promise<'kept' | 'copied' | 'made'> {
   if (await readPgliteTemplate(tarball)) return 'kept';
@@ -134,6 +134,16 @@ export async function writePgliteTemplate(tarball: string, reuse?: string): Prom
     renameSync(manifest, manifestPathOf(tarball));
   } finally {
     await db.close();
+  }
+  if (reuse) {
+    mkdirSync(dirname(reuse), { recursive: true });
+    for (const [from, to] of [
+      [tarball, reuse],
+      [manifestPathOf(tarball), manifestPathOf(reuse)],
+    ] as const) {
+      copyFileSync(from, `${to}.${process.pid}`);
+      renameSync(`${to}.${process.pid}`, to);
+    }
   }
   return 'made';
 }
