@@ -242,7 +242,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     preparePrivateDataDir(dataDir);
     lock = lockDataDir(dataDir);
   }
-  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm } = await import('./pglite-init.js');
+  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite-init.js');
   preferBaselineWasm();
   const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? 16);
   const pglite = await (async () => {
@@ -253,6 +253,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
       loadDataDir = await options.newDatabaseTemplate();
       options.onNewDatabase?.(loadDataDir ? 'template' : 'initdb');
     }
+    // On disk, unpacked by us and opened like a restart (cheaper than PGlite's loadDataDir).
+    if (onDisk && loadDataDir && isNew && (await unpackPgliteDataDir(dataDir, loadDataDir))) loadDataDir = undefined;
     if (onDisk && !loadDataDir) await initPgliteDataDir(dataDir, startParams);
     return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir, startParams });
   })().catch((error: unknown) => {
