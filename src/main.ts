@@ -1,14 +1,19 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
+import { checkPortFree, checkTlsFiles } from './startup-checks.js';
 import { describeStartupError, StartupTimeoutError, type StartupStep } from './startup-errors.js';
-import { databaseOptionsOf, openDatabase } from './store/database.js';
+import { initdbLine, servingLine, servingUrl, tellPerson } from './startup-lines.js';
+import { databaseOptionsOf, openDatabase, type NewDatabaseSource } from './store/database.js';
+import { shippedPgliteTemplate } from './store/pglite-template.js';
 import { prepareStore, runPrimary, workersProblem } from './server/cluster.js';
 import type { SchemaStandby } from './server/schema-standby.js';
 
 /**
  * Entry point: the only place that listens and handles signals. A start that fails prints one line
- * naming the setting at fault (PORT, HOST, DATABASE_URL, DATA_DIR) and exits 1; a bad variable exits 2.
+ * naming the setting at fault (PORT, HOST, TLS_CERT, TLS_KEY, DATABASE_URL, DATA_DIR) and exits 1; a
+ * bad variable exits 2. TLS files and the port are checked before the store opens, so those mistakes
+ * cost well under a second and leave no DATA_DIR behind.
  */
 async function main(): Promise<void> {
   let config: Config;
@@ -33,7 +38,7 @@ async function main(): Promise<void> {
   let stop: ((reason: string, exitCode: number) => void) | undefined;
   watchProcessErrors(logger, (reason) => (stop ? stop(reason, 1) : process.exit(1)));
 
-  let step: StartupStep = 'database';
+  let step: StartupStep = 'listen';
   const fail = (error: unknown): never => {
     process.stderr.write(`cannot start: ${describeStartupError(error, step, config)}\n`);
     logger.debug({ err: error, step }, 'start failed');
@@ -42,13 +47,34 @@ async function main(): Promise<void> {
     process.exit(1);
   };
   // A black-holed database or a stuck file system would otherwise hang the start with no word.
-  const armDeadline = () => setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
+  const armDeadline = (ms = config.startupTimeoutMs) => setTimeout(() => fail(new StartupTimeoutError(ms)), ms);
   let deadline = armDeadline();
+  /**
+   * A new embedded database made by initdb (no matching template in the build) is the one slow start:
+   * seconds, and over a minute with the machine's cores busy (issue 29). It says so, and its deadline
+   * is INITDB_DEADLINE_FACTOR × STARTUP_TIMEOUT_MS from then on, so a busy machine does not kill it
+   * while a hang still ends.
+   */
+  const onNewDatabase = (how: NewDatabaseSource) => {
+    if (how === 'template') {
+      logger.info({ dataDir: config.dataDir }, "new embedded database from the build's migrated template");
+      return;
+    }
+    tellPerson(initdbLine(config));
+    logger.info({ dataDir: config.dataDir }, 'creating the embedded database with initdb (no matching template in this build)');
+    clearTimeout(deadline);
+    deadline = armDeadline(config.startupTimeoutMs * INITDB_DEADLINE_FACTOR);
+  };
   try {
+    checkTlsFiles(config);
+    // Bound and let go before the store opens: a port in use fails now, not after the store's start.
+    // (A worker's port is the primary's, which checked it.)
+    if (cluster.isPrimary) await checkPortFree(config.port, config.host);
+    step = 'database';
     // Load the server's modules while the store opens: PGlite's start overlaps the imports.
     const loading = import('./server/build.js');
     loading.catch(() => undefined); // awaited below; a rejection before then is not "unhandled"
-    const database = await openDatabase(databaseOptionsOf(config));
+    const database = await openDatabase({ ...databaseOptionsOf(config), newDatabaseTemplate: shippedPgliteTemplate, onNewDatabase });
     // pg connects lazily: one query now, so an unreachable or missing database is named as such.
     await database.knex.raw('select 1');
     // MIGRATE=false: a schema behind the code waits for `cfs-server migrate` on a standby server (not
@@ -70,7 +96,8 @@ async function main(): Promise<void> {
     await standby?.close();
     const port = await app.listen(standby?.port ?? config.port);
     clearTimeout(deadline);
-    app.logger.info({ port, database: app.db.kind }, 'listening');
+    tellPerson(servingLine(config, port, app.db.kind));
+    app.logger.info({ port, url: servingUrl(config, port), database: app.db.kind }, 'listening');
     let stopping = false;
     stop = (reason, exitCode) => {
       if (stopping) {
@@ -95,15 +122,26 @@ async function main(): Promise<void> {
   }
 }
 
+/** How many times STARTUP_TIMEOUT_MS a start that runs initdb gets (it measured 61–74 s at load 10–17). */
+const INITDB_DEADLINE_FACTOR = 4;
+
 /** WORKERS > 1: prepare the store once within STARTUP_TIMEOUT_MS, then fork and supervise the workers. */
 async function startPrimary(config: Config, logger: Logger): Promise<void> {
+  let step: StartupStep = 'listen';
   const fail = (error: unknown): never => {
-    process.stderr.write(`cannot start: ${describeStartupError(error, 'database', config)}\n`);
-    logger.debug({ err: error }, 'start failed');
+    process.stderr.write(`cannot start: ${describeStartupError(error, step, config)}\n`);
+    logger.debug({ err: error, step }, 'start failed');
     process.exit(1);
   };
   const deadline = setTimeout(() => fail(new StartupTimeoutError(config.startupTimeoutMs)), config.startupTimeoutMs);
-  await prepareStore(config).catch(fail);
+  try {
+    checkTlsFiles(config);
+    await checkPortFree(config.port, config.host);
+    step = 'database';
+    await prepareStore(config);
+  } catch (error) {
+    fail(error);
+  }
   clearTimeout(deadline);
   const primary = runPrimary({
     workers: config.workers,

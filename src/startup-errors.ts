@@ -4,6 +4,11 @@ import { DataDirError } from './store/data-dir-lock.js';
 /** What the process was doing when the start failed; it decides which setting the message names. */
 export type StartupStep = 'database' | 'build' | 'listen';
 
+/** A setting whose value cannot work, found before the store opens; the message names it. */
+export class StartupSettingError extends Error {
+  override name = 'StartupSettingError';
+}
+
 /** The start did not finish within STARTUP_TIMEOUT_MS. */
 export class StartupTimeoutError extends Error {
   override name = 'StartupTimeoutError';
@@ -20,7 +25,7 @@ type Settings = Pick<Config, 'port' | 'host' | 'databaseUrl' | 'dataDir'>;
  * precise part (a PostgreSQL error, a file system code).
  */
 export function describeStartupError(error: unknown, step: StartupStep, settings: Settings): string {
-  if (error instanceof DataDirError) return error.message;
+  if (error instanceof DataDirError || error instanceof StartupSettingError) return error.message;
   const code = errorCode(error);
   const message = error instanceof Error ? error.message : String(error);
   if (step === 'build') {

@@ -9,6 +9,25 @@ import { inRanges, resolveClientAddress, type TrustProxy } from '../services/cli
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
+/** A TLS record starts with its content type: 22 for the handshake (the ClientHello). */
+const TLS_HANDSHAKE = 0x16;
+
+/**
+ * The answer to plain HTTP on the TLS port, where a client would otherwise get an empty reply: what
+ * nginx does ("400 The plain HTTP request was sent to HTTPS port"), with the fix in the body.
+ */
+const PLAIN_HTTP_ON_TLS = (() => {
+  const body = 'This port speaks HTTPS only (TLS_CERT is set): the plain HTTP request was sent to the HTTPS port. Use https:// instead of http://.\n';
+  return [
+    'HTTP/1.1 400 Bad Request',
+    'Content-Type: text/plain; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
+})();
+
 export interface OnePortOptions {
   /** Serves HTTP/1.x (created without a request listener). Its own headersTimeout, requestTimeout and keepAliveTimeout apply. */
   http1: http.Server;
@@ -187,12 +206,29 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
       routeByPreface(connection, silent);
       return;
     }
-    // TLS has its own deadline (handshakeTimeout); bytes read past a PROXY header were pushed back and reach it.
-    clearTimeout(silent);
-    const key = addressKey(raw);
-    handshaking.set(key, connection);
-    raw.once('close', () => handshaking.delete(key));
-    secure.emit('connection', raw);
+    const tlsServer = secure;
+    // The first bytes tell a ClientHello from plain HTTP sent to the TLS port, which gets a 400 saying so.
+    const route = () => {
+      const head: Buffer | null = raw.read();
+      if (head === null) {
+        raw.once('readable', route);
+        return;
+      }
+      raw.unshift(head);
+      // An HTTP method's first letter: never the first byte of a TLS record.
+      if (head[0] !== TLS_HANDSHAKE && head[0]! >= 0x41 && head[0]! <= 0x5a) {
+        clearTimeout(silent);
+        raw.end(PLAIN_HTTP_ON_TLS);
+        return;
+      }
+      // TLS has its own deadline (handshakeTimeout); bytes read past a PROXY header were pushed back and reach it.
+      clearTimeout(silent);
+      const key = addressKey(raw);
+      handshaking.set(key, connection);
+      raw.once('close', () => handshaking.delete(key));
+      tlsServer.emit('connection', raw);
+    };
+    route();
   };
 
   /** Whether the connection's nearest HTTP hop is a trusted proxy (its clients are not its own). */

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
@@ -90,7 +92,18 @@ export interface DatabaseOptions {
   listenerMaxBackoffMs?: number;
   /** PGlite only: PostgreSQL's shared_buffers in MB (PGLITE_SHARED_BUFFERS_MB; see pglite-init.ts). */
   pgliteSharedBuffersMb?: number;
+  /**
+   * PGlite only: where a new database (a DATA_DIR holding none, or `memory://`) comes from when
+   * `loadDataDir` is not given: this migrated dump when it answers one (shippedPgliteTemplate, in
+   * well under a second), else initdb (seconds, more on a busy machine).
+   */
+  newDatabaseTemplate?: () => Promise<Blob | undefined>;
+  /** PGlite only: told before a new database is made, and how, so a slow first start can say why it is slow. */
+  onNewDatabase?: (how: NewDatabaseSource) => void;
 }
+
+/** How a new embedded database is made: loaded from a migrated template, or created by initdb. */
+export type NewDatabaseSource = 'template' | 'initdb';
 
 /** Defaults of the PostgreSQL timeouts (the same as config.ts). */
 const DATABASE_TIMEOUT_DEFAULTS = {
@@ -229,13 +242,21 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     preparePrivateDataDir(dataDir);
     lock = lockDataDir(dataDir);
   }
-  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm } = await import('./pglite-init.js');
+  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite-init.js');
   preferBaselineWasm();
   const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? 16);
   const pglite = await (async () => {
     // loadDataDir fills an empty directory from its tarball instead of initdb.
-    if (onDisk && !options.loadDataDir) await initPgliteDataDir(dataDir, startParams);
-    return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir: options.loadDataDir, startParams });
+    let loadDataDir = options.loadDataDir;
+    const isNew = !onDisk || !existsSync(join(dataDir, 'PG_VERSION'));
+    if (!loadDataDir && isNew && options.newDatabaseTemplate) {
+      loadDataDir = await options.newDatabaseTemplate();
+      options.onNewDatabase?.(loadDataDir ? 'template' : 'initdb');
+    }
+    // On disk, unpacked by us and opened like a restart (cheaper than PGlite's loadDataDir).
+    if (onDisk && loadDataDir && isNew && (await unpackPgliteDataDir(dataDir, loadDataDir))) loadDataDir = undefined;
+    if (onDisk && !loadDataDir) await initPgliteDataDir(dataDir, startParams);
+    return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir, startParams });
   })().catch((error: unknown) => {
     lock?.release();
     const message = error instanceof Error ? error.message : String(error);

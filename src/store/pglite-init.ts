@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { isAbsolute, join, normalize, sep } from 'node:path';
 import v8 from 'node:v8';
+import { gunzipSync } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
 
 /**
@@ -70,4 +71,34 @@ export async function initPgliteDataDir(dataDir: string, startParams: string[]):
     );
   });
   return true;
+}
+
+/**
+ * Unpacks a `dumpDataDir` tarball (gzip'd ustar: directories and regular files) into an empty data
+ * directory, which PGlite then opens like any restart. PGlite's own `loadDataDir` writes each file
+ * through its wasm file system instead, which measured nearly twice the CPU of this plus the open.
+ * Answers false, writing nothing, for an archive holding anything else (another entry type, a path
+ * leaving the directory): the caller then lets PGlite load it.
+ */
+export async function unpackPgliteDataDir(dataDir: string, dump: Blob): Promise<boolean> {
+  const archive = gunzipSync(Buffer.from(await dump.arrayBuffer()));
+  const text = (from: number, length: number) => archive.toString('latin1', from, from + length).replace(/\0[^]*$/, '');
+  const entries: Array<{ path: string; directory: boolean; start: number; size: number }> = [];
+  for (let offset = 0; offset + 512 <= archive.length;) {
+    if (archive.subarray(offset, offset + 512).every((byte) => byte === 0)) break;
+    const name = [text(offset + 345, 155), text(offset, 100)].filter(Boolean).join('/');
+    const size = Number.parseInt(text(offset + 124, 12).trim() || '0', 8);
+    const type = String.fromCharCode(archive[offset + 156] || 0x30);
+    const path = normalize(name.replace(/^\/+/, ''));
+    if (!text(offset + 257, 6).startsWith('ustar') || !['0', '5'].includes(type) || !Number.isFinite(size)) return false;
+    if (isAbsolute(path) || path === '..' || path.startsWith(`..${sep}`)) return false;
+    entries.push({ path, directory: type === '5', start: offset + 512, size });
+    offset += 512 + Math.ceil(size / 512) * 512;
+  }
+  for (const entry of entries) {
+    const target = join(dataDir, entry.path);
+    if (entry.directory) mkdirSync(target, { recursive: true, mode: 0o700 });
+    else writeFileSync(target, archive.subarray(entry.start, entry.start + entry.size), { mode: 0o600 });
+  }
+  return existsSync(join(dataDir, 'PG_VERSION'));
 }

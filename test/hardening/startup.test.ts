@@ -51,8 +51,10 @@ async function closedPort(): Promise<number> {
 
 // Generous bounds: the point is "exits by itself, no hang", on a machine that may be busy.
 const FAIL_FAST_MS = 50_000;
+// PORT 0 unless a case names one: the port is checked before the store opens, and these children start
+// side by side (on a fixed port they would find each other's check in the way).
 const main = (env: Record<string, string>, options: ChildOptions = {}) =>
-  runChild('src/main.ts', [], { HOST: '127.0.0.1', ...env }, { timeoutMs: 60_000, ...options });
+  runChild('src/main.ts', [], { HOST: '127.0.0.1', PORT: '0', ...env }, { timeoutMs: 60_000, ...options });
 
 function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number): void {
   expect({ code: result.code, signal: result.signal }).toEqual({ code: 1, signal: null });

@@ -106,6 +106,16 @@ describe('Dockerfile', () => {
         (instruction) => instruction.keyword === 'COPY' && instruction.args.includes(`--from=${build?.name}`) && instruction.args.includes('dist/prebuilt'),
       ),
     ).toBe(true);
+    // And the migrated PGlite template a new DATA_DIR starts from, or its first start runs initdb (issue 29).
+    expect(
+      runtime.instructions.some(
+        (instruction) =>
+          instruction.keyword === 'COPY' &&
+          instruction.args.includes(`--from=${build?.name}`) &&
+          instruction.args.includes('dist/pglite-template.tar.gz') &&
+          instruction.args.includes('dist/pglite-template.json'),
+      ),
+    ).toBe(true);
     expect(readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n')).toEqual(expect.arrayContaining(['node_modules', 'dist', 'data']));
   });
 

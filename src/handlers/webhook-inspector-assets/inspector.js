@@ -21,6 +21,13 @@
   // The active search ({q, method}) or null; while one is active, live captures are not inserted.
   let search = null;
 
+  // The expiry in local time like every capture's time; the markup carries the ISO instant (kept as the tooltip).
+  const expiresAt = document.getElementById('expires-at');
+  if (expiresAt && expiresAt.dateTime) {
+    expiresAt.title = expiresAt.dateTime;
+    expiresAt.textContent = new Date(expiresAt.dateTime).toLocaleString();
+  }
+
   const captureUrl = `${location.origin}/${routeId}`;
   document.getElementById('capture-url').textContent = captureUrl;
   document.getElementById('curl-example').textContent = `curl -X POST -H 'Content-Type: application/json' -d '{"hello":"world"}' ${captureUrl}`;

@@ -4,6 +4,7 @@ import { AppError } from '../../errors.js';
 import { createRestApi, type RestReply } from '../../http/rest-api.js';
 import { createGraphqlHttp, type GraphqlReply } from '../../http/graphql-http.js';
 import { explorerPage, wantsGraphqlExplorer } from '../../handlers/browser-pages.js';
+import { markdownPage, type HtmlPage } from '../../handlers/markdown-page.js';
 import { depthLimitRule, costLimitRule } from '../../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
@@ -71,6 +72,7 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
   const explorer = Buffer.from(explorerHtml);
   const docsFile = `${ROOT}docs/publishing.md`;
   const docs = existsSync(docsFile) ? readFileSync(docsFile) : Buffer.from('# Article Publishing API\n\nDeprecated: see the project documentation.\n');
+  let docsPage: HtmlPage | null | undefined;
   return {
     name: 'publishing',
     publishing: services,
@@ -99,8 +101,12 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
           return '/graphql';
         }
         if (path === DOCS_PATH) {
-          res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'content-length': String(docs.length) });
-          res.end(docs);
+          // A browser (Accept: text/html) gets the page rendered, once, on first asking; anyone else the markdown.
+          const page = !wantsHtml(req.headers.accept) ? null : docsPage !== undefined ? docsPage : (docsPage = markdownPage(docs.toString('utf8')) ?? null);
+          if (page) res.writeHead(200, page.headers);
+          else res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'content-length': String(docs.length), vary: 'Accept' });
+          if (req.method === 'HEAD') res.end();
+          else res.end(page ? page.body : docs);
           return DOCS_PATH;
         }
         return rest.handle(req, res, requestId);
@@ -109,6 +115,8 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     restApis: { publishing: rest },
   };
 }
+
+const wantsHtml = (accept: string | undefined): boolean => /\btext\/html\b/.test(accept ?? '');
 
 /** A GraphQL-over-HTTP answer as the server writes replies (its JSON text as bytes, with its type). */
 function restReplyOf(reply: GraphqlReply): RestReply {
