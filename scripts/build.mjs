@@ -79,9 +79,31 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
 if (!process.argv.includes('--no-bundle')) await bundleEntry(join(OUT, 'src/main.js'));
 // `cfs` as one bundled module (bin/cfs.js runs it): scripts/build-cli.mjs.
 await buildCli(OUT);
+const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar.gz'));
 
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
-console.log(`built ${files.length} files into ${shown} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+console.log(`built ${files.length} files into ${shown} (PGlite template ${template}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+/**
+ * The migrated PGlite template a new embedded database starts from instead of initdb and the
+ * migrations (src/store/pglite-template.ts): kept when the one in place still matches, copied from the
+ * test suite's cache (.tmp/) when that one does, made otherwise (initdb and the migrations in memory,
+ * seconds). Made from the sources with tsx in a child: the compiled modules in `--out` cannot resolve
+ * packages from a directory outside the checkout.
+ */
+async function buildPgliteTemplate(tarball) {
+  const script = `
+    const { templateKey, writePgliteTemplate } = await import('./src/store/pglite-template.ts');
+    const [tarball, cacheDir] = process.argv.slice(1);
+    process.stdout.write(await writePgliteTemplate(tarball, cacheDir + '/pglite-template-' + templateKey() + '.tar.gz'));`;
+  const { execFileSync } = await import('node:child_process');
+  return execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, tarball, join(ROOT, '.tmp')], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
 
 /**
  * Replaces the compiled entry (dist/src/main.js) by one ES module holding our code and the ES-module

@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { openDatabase, migrateLatest } from '../../src/store/database.js';
-import { pgliteTemplatePath, TEMPLATE_DIR } from './template.js';
+import { writePgliteTemplate } from '../../src/store/pglite-template.js';
+import { pgliteTemplatePath } from './template.js';
 import { adminQuery } from '../../scripts/support/fresh-store.js';
 
 /**
@@ -22,15 +22,8 @@ async function prepareTemplate(): Promise<void> {
     process.stdout.write(name);
     return;
   }
-  const path = pgliteTemplatePath();
-  if (existsSync(path)) return;
-  mkdirSync(TEMPLATE_DIR, { recursive: true });
-  const db = await openDatabase({ dataDir: 'memory://' });
-  await migrateLatest(db.knex);
-  const client = (db.knex.client as { pglite: { dumpDataDir(compression: 'gzip'): Promise<Blob> } }).pglite;
-  const dump = await client.dumpDataDir('gzip');
-  writeFileSync(path, Buffer.from(await dump.arrayBuffer()));
-  await db.close();
+  // The same template `npm run build` ships (src/store/pglite-template.ts), cached in .tmp/ by its key.
+  await writePgliteTemplate(pgliteTemplatePath());
 }
 
 await prepareTemplate();

@@ -1,18 +1,10 @@
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { templateKey } from '../../src/store/pglite-template.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const TEMPLATE_DIR = `${ROOT}.tmp`;
+const TEMPLATE_DIR = `${ROOT}.tmp`;
 
-/** A key that changes whenever a migration changes, so a stale template is never reused. */
-export function migrationsKey(): string {
-  const dir = `${ROOT}src/store/migrations`;
-  const hash = createHash('sha256');
-  for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(`${dir}/${file}`));
-  return hash.digest('hex').slice(0, 16);
-}
-
+/** The suite's migrated PGlite template, named by its key so a stale one is never reused (src/store/pglite-template.ts). */
 export function pgliteTemplatePath(): string {
-  return `${TEMPLATE_DIR}/pglite-template-${migrationsKey()}.tar.gz`;
+  return `${TEMPLATE_DIR}/pglite-template-${templateKey()}.tar.gz`;
 }
