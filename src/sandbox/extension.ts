@@ -26,7 +26,10 @@ export function sandboxExtension(snapshot: () => SeedSnapshot | undefined): Sand
     extend(modules, { logger }) {
       const checker = new ResponseChecker();
       const onViolation = (violation: { operationId: string; status: number; problems: string[] }, requestId: string) =>
-        logger.error({ requestId, operationId: violation.operationId, status: violation.status, problems: violation.problems }, 'sandbox: a response outside its contract');
+        logger.error(
+          { requestId, operationId: violation.operationId, status: violation.status, problems: violation.problems },
+          'sandbox: a response outside its contract',
+        );
       for (const module of modules) {
         for (const rest of Object.values(module.restApis ?? {})) {
           rest.wrapHandlers((operation, handler, renderError) => sandboxHandler(operation, handler, renderError, { checker, onViolation }));
@@ -46,12 +49,22 @@ export function sandboxExtension(snapshot: () => SeedSnapshot | undefined): Sand
           matches: (path) => path === RESET_PATH,
           async handle(req, res) {
             if (req.method !== 'POST') {
-              sendReply(res, { status: 405, headers: { allow: 'POST' }, body: { statusCode: 405, message: 'POST resets the sandbox', error: 'Method Not Allowed' } }, undefined, false);
+              sendReply(
+                res,
+                { status: 405, headers: { allow: 'POST' }, body: { statusCode: 405, message: 'POST resets the sandbox', error: 'Method Not Allowed' } },
+                undefined,
+                false,
+              );
               return RESET_PATH;
             }
             const seed = snapshot();
             if (!seed) {
-              sendReply(res, { status: 503, body: { statusCode: 503, message: 'the sandbox is still seeding', error: 'Service Unavailable' } }, undefined, false);
+              sendReply(
+                res,
+                { status: 503, body: { statusCode: 503, message: 'the sandbox is still seeding', error: 'Service Unavailable' } },
+                undefined,
+                false,
+              );
               return RESET_PATH;
             }
             const started = performance.now();

@@ -71,9 +71,13 @@ export function preferredReply(operation: Operation, preference: Preference): Re
   const code = preference.code ?? codes.filter((candidate) => /^2/.test(candidate)).sort()[0] ?? codes[0];
   const response = code === undefined ? undefined : responses[code];
   if (code === undefined || response === undefined || !/^\d{3}$/.test(code)) {
-    throw new AppError('invalid_argument', `Prefer: code=${preference.code} is not a documented response of ${operation.operationId}; it documents ${codes.join(', ')}`, {
-      violations: [{ field: 'header.prefer', message: `code must be one of ${codes.join(', ')}` }],
-    });
+    throw new AppError(
+      'invalid_argument',
+      `Prefer: code=${preference.code} is not a documented response of ${operation.operationId}; it documents ${codes.join(', ')}`,
+      {
+        violations: [{ field: 'header.prefer', message: `code must be one of ${codes.join(', ')}` }],
+      },
+    );
   }
   const status = Number(code);
   const applied = [`code=${code}`];

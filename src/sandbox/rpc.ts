@@ -1,5 +1,6 @@
 import { Code, type Interceptor } from '@connectrpc/connect';
 import { AppError, type ErrorCode } from '../errors.js';
+import { apiServiceNameOf, toConnectError } from '../handlers/cloud/errors.js';
 
 /**
  * The errors a cloud RPC answers (docs/cloud-api.md, "Errors"), by gRPC code name, and the domain
@@ -32,14 +33,15 @@ function codeNamed(value: string): keyof typeof Code | undefined {
 export const PREFERRED_CODE_NAMES = Object.keys(PREFERRED_CODES).map((name) => name.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase());
 
 /**
- * The sandbox's RPC interceptor, innermost (after authentication and the service's error
- * interceptor): a call with `prefer: code=NOT_FOUND` (header or metadata) fails with that code and
+ * The sandbox's RPC interceptor, innermost (after authentication and the service's other
+ * interceptors): a call with `prefer: code=NOT_FOUND` (header or metadata) fails with that code and
  * its ServiceError detail (the resource id from the request's `id`, when it has one) without
  * running the method; `code=OK` or no `prefer` runs it. A code the cloud API never answers is
  * INVALID_ARGUMENT naming those it does.
  */
 export function preferInterceptor(): Interceptor {
   return (next) => (req) => {
+    const origin = { service: apiServiceNameOf(req.service), requestId: req.header.get('x-request-id') ?? '' };
     const header = req.header.get('prefer');
     const code = header ? /(?:^|[,;\s])code=([\w-]+)/i.exec(header)?.[1] : undefined;
     if (code === undefined) return next(req);
@@ -47,14 +49,26 @@ export function preferInterceptor(): Interceptor {
     if (code.toUpperCase() === 'OK' || code === '0') return next(req);
     const errorCode = name ? PREFERRED_CODES[name] : undefined;
     if (!errorCode) {
-      throw new AppError('invalid_argument', `prefer: code=${code} is not an error the cloud API answers; use one of ${PREFERRED_CODE_NAMES.join(', ')}`, {
-        violations: [{ field: 'prefer', message: `code must be one of ${PREFERRED_CODE_NAMES.join(', ')}` }],
-      });
+      const refusal = new AppError(
+        'invalid_argument',
+        `prefer: code=${code} is not an error the cloud API answers; use one of ${PREFERRED_CODE_NAMES.join(', ')}`,
+        {
+          violations: [{ field: 'prefer', message: `code must be one of ${PREFERRED_CODE_NAMES.join(', ')}` }],
+        },
+      );
+      throw toConnectError(refusal, origin);
     }
     const message = (req.message as { id?: unknown }).id;
-    throw new AppError(errorCode, `sandbox: ${req.method.name} answered ${code.toUpperCase()} because the call asked for it (prefer: code=${code})`, {
-      resourceId: typeof message === 'string' ? message : undefined,
-      retryAfterSeconds: errorCode === 'unavailable' || errorCode === 'resource_exhausted' ? 1 : undefined,
-    });
+    const preferred = new AppError(
+      errorCode,
+      `sandbox: ${req.method.name} answered ${code.toUpperCase()} because the call asked for it (prefer: code=${code})`,
+      {
+        resourceId: typeof message === 'string' ? message : undefined,
+        retryAfterSeconds: errorCode === 'unavailable' || errorCode === 'resource_exhausted' ? 1 : undefined,
+      },
+    );
+    // Rendered here, as the service's error interceptor would (which passes it through unchanged):
+    // services without one (ServerInfoService) answer it just the same.
+    throw toConnectError(preferred, origin);
   };
 }

@@ -86,8 +86,10 @@ function arrayOf(schema: SchemaObject, dynamic: boolean, depth: number): unknown
 function numberOf(schema: SchemaObject, dynamic: boolean, integer: boolean): number {
   let low = typeof schema.minimum === 'number' ? schema.minimum : 0;
   let high = typeof schema.maximum === 'number' ? schema.maximum : Math.max(low, 0) + 1000;
-  if (schema.exclusiveMinimum === true || typeof schema.exclusiveMinimum === 'number') low = (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : low) + 1;
-  if (schema.exclusiveMaximum === true || typeof schema.exclusiveMaximum === 'number') high = (typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : high) - 1;
+  if (schema.exclusiveMinimum === true || typeof schema.exclusiveMinimum === 'number')
+    low = (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum : low) + 1;
+  if (schema.exclusiveMaximum === true || typeof schema.exclusiveMaximum === 'number')
+    high = (typeof schema.exclusiveMaximum === 'number' ? schema.exclusiveMaximum : high) - 1;
   const value = dynamic ? low + Math.random() * Math.max(0, high - low) : Math.max(low, Math.min(high, 1));
   const step = schema.multipleOf ?? (integer ? 1 : 0);
   return step > 0 ? Math.min(high, Math.ceil(value / step) * step) : value;
@@ -144,7 +146,13 @@ function fromPattern(pattern: string, dynamic: boolean): string {
     if (quantifier) {
       at += quantifier[0].length;
       const [low, high] =
-        quantifier[0] === '?' ? [0, 1] : quantifier[0] === '*' ? [0, 3] : quantifier[0] === '+' ? [1, 3] : [Number(quantifier[2]), Number(quantifier[3] || quantifier[2])];
+        quantifier[0] === '?'
+          ? [0, 1]
+          : quantifier[0] === '*'
+            ? [0, 3]
+            : quantifier[0] === '+'
+              ? [1, 3]
+              : [Number(quantifier[2]), Number(quantifier[3] || quantifier[2])];
       count = dynamic ? low + randomInt(Math.min(high, low + 8) - low + 1) : Math.max(low, Math.min(high, 1));
     }
     for (let index = 0; index < count; index++) out += pick(set);

@@ -48,14 +48,16 @@ export class SeedSnapshot {
     const body = [
       'DECLARE total bigint := 0; added bigint;',
       'BEGIN',
-      "SET LOCAL session_replication_role = replica;",
+      'SET LOCAL session_replication_role = replica;',
       tables.length > 0 ? `TRUNCATE ${tables.map((table) => `public.${quote(table.name)}`).join(', ')};` : '',
       ...tables.map((table) => {
         const list = table.columns.map(quote).join(', ');
         return `INSERT INTO public.${quote(table.name)} (${list}) OVERRIDING SYSTEM VALUE SELECT ${list} FROM ${SCHEMA}.${quote(table.name)}; GET DIAGNOSTICS added = ROW_COUNT; total := total + added;`;
       }),
       ...sequences.map((sequence) =>
-        sequence.value === null ? `PERFORM setval(${literal(sequence.name)}::regclass, 1, false);` : `PERFORM setval(${literal(sequence.name)}::regclass, ${Number(sequence.value)}, true);`,
+        sequence.value === null
+          ? `PERFORM setval(${literal(sequence.name)}::regclass, 1, false);`
+          : `PERFORM setval(${literal(sequence.name)}::regclass, ${Number(sequence.value)}, true);`,
       ),
       'RETURN total;',
       'END',

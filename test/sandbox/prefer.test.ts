@@ -42,7 +42,8 @@ describe('Prefer (Prism spelling) on REST operations', () => {
           answers++;
           expect(reply.status).toBe(Number(code));
           const problems = checker.problems(operation, reply);
-          if (problems.length > 0) failures.push(`${contract} ${operation.operationId} ${code} dynamic=${dynamic}: ${problems.join('; ')} ${JSON.stringify(reply.body)}`);
+          if (problems.length > 0)
+            failures.push(`${contract} ${operation.operationId} ${code} dynamic=${dynamic}: ${problems.join('; ')} ${JSON.stringify(reply.body)}`);
         }
       }
     }
@@ -75,7 +76,17 @@ describe('response validation in sandbox mode', () => {
   beforeAll(async () => {
     getUser = (await operationsOf()).find((entry) => entry.operation.operationId === 'getUser')!.operation;
   });
-  const call = { operationId: 'getUser', params: {}, query: {}, body: undefined, headers: {}, remoteAddress: '', client: {} as never, requestId: 'r-1', security: {} };
+  const call = {
+    operationId: 'getUser',
+    params: {},
+    query: {},
+    body: undefined,
+    headers: {},
+    remoteAddress: '',
+    client: {} as never,
+    requestId: 'r-1',
+    security: {},
+  };
 
   test('a body outside the contract is a 500 naming the operation, and the violation is reported', async () => {
     const violations: string[] = [];
