@@ -123,7 +123,7 @@ function withApplied(headers: Record<string, string>, applied: string[]): Record
 }
 
 /** A response outside its contract: logged, and answered as a 500 naming the operation. */
-export class ContractViolation extends Error {
+class ContractViolation extends Error {
   override name = 'ContractViolation';
 
   constructor(

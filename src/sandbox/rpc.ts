@@ -30,7 +30,7 @@ function codeNamed(value: string): keyof typeof Code | undefined {
 }
 
 /** The gRPC code names `prefer: code=` accepts, as clients spell them. */
-export const PREFERRED_CODE_NAMES = Object.keys(PREFERRED_CODES).map((name) => name.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase());
+const PREFERRED_CODE_NAMES = Object.keys(PREFERRED_CODES).map((name) => name.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase());
 
 /**
  * The sandbox's RPC interceptor, innermost (after authentication and the service's other

@@ -75,7 +75,8 @@ beforeAll(async () => {
     env: cleanEnv(),
     maxBuffer: 16 * 1024 * 1024,
   });
-  const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], { cwd: folder, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: npx runs the bin in a child, and the whole group is stopped at the end.
+  const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], { cwd: folder, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   server = child;
   let output = '';
   const statePath = await new Promise<string>((resolve, reject) => {
@@ -94,7 +95,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (server && server.exitCode === null) {
     const exited = new Promise((resolve) => server!.once('exit', resolve));
-    server.kill('SIGTERM');
+    process.kill(-server.pid!, 'SIGTERM');
     await exited;
   }
   if (folder) rmSync(folder, { recursive: true, force: true });
@@ -139,7 +140,10 @@ describe('the packed sandbox', () => {
     const alice = await rest('POST', '/api/auth', { body: { name: 'alice', password: 'correct horse battery' } });
     expect(alice.status).toBe(200);
     expect(await rest('GET', '/api/users', { token: alice.body.accessToken })).toMatchObject({ status: 403 });
-    const created = await rest('POST', '/api/users', { token: seeded.admin.token, body: { name: 'carol', password: 'another-passw0rd' } });
+    const created = await rest('POST', '/api/users', {
+      token: seeded.admin.token,
+      body: { name: 'carol', password: 'another-passw0rd', isAdmin: false, profilePicture: '' },
+    });
     expect(created.status).toBe(200);
     expect(await rest('PUT', `/api/users/${created.body.id}`, { token: seeded.admin.token, body: { onboardingDone: true } })).toMatchObject({
       status: 200,
@@ -169,7 +173,7 @@ describe('the packed sandbox', () => {
       status: 200,
       body: { status: 'published' },
     });
-    const graphql = await rest('POST', '/graphql', { body: { query: '{ topics { items { title } } }' } });
+    const graphql = await rest('POST', '/graphql', { token: seeded.superuser.token, body: { query: '{ topics { items { title } } }' } });
     expect(graphql.status).toBe(200);
     expect(JSON.stringify(graphql.body)).toContain('Engineering');
   });
@@ -266,9 +270,14 @@ describe('the packed sandbox', () => {
   });
 
   test('reset (HTTP and the CLI) puts the seed back: users, articles, routes, instances', async () => {
-    await rest('POST', '/api/users', { token: seeded.admin.token, body: { name: 'dave', password: 'yet-another-passw0rd' } });
-    await rest('DELETE', `/api/users/${seeded.users[0]!.id}`, { token: seeded.admin.token });
-    await rest('DELETE', `/inspect/${seeded.routeId}`);
+    const dave = await rest('POST', '/api/users', {
+      token: seeded.admin.token,
+      body: { name: 'dave', password: 'yet-another-passw0rd', isAdmin: false, profilePicture: '' },
+    });
+    expect(dave.status).toBe(200);
+    expect((await rest('DELETE', `/api/users/${seeded.users[0]!.id}`, { token: seeded.admin.token })).status).toBe(200);
+    expect((await rest('DELETE', `/inspect/${seeded.routeId}`)).status).toBe(204);
+    expect((await rest('GET', `/inspect/${seeded.routeId}`, { headers: { accept: 'application/json' } })).status).toBe(404);
     const reset = await rest('POST', '/_sandbox/reset');
     expect(reset).toMatchObject({ status: 200, body: { reset: true } });
     process.stdout.write(`sandbox reset: ${reset.body.rows} rows in ${reset.body.ms} ms\n`);
@@ -279,7 +288,11 @@ describe('the packed sandbox', () => {
     const instances = await client(InstanceService).list({ parentId: seeded.projectId }, bearer(seeded.admin.token));
     expect(instances.items.map((instance) => instance.metadata?.name).sort()).toEqual(['web-0', 'web-1']);
     // The seeded tokens still work, and so does the CLI's reset.
-    await rest('POST', '/api/users', { token: seeded.admin.token, body: { name: 'erin', password: 'yet-another-passw0rd' } });
+    const erin = await rest('POST', '/api/users', {
+      token: seeded.admin.token,
+      body: { name: 'erin', password: 'yet-another-passw0rd', isAdmin: false, profilePicture: '' },
+    });
+    expect(erin.status).toBe(200);
     const { stdout } = await run('npx', ['cfs-server', 'sandbox', 'reset', '--url', seeded.url], { cwd: folder, env: cleanEnv() });
     expect(stdout).toMatch(/reset to its seed \(\d+ rows\) in \d+ ms/);
     const after = await rest('GET', '/api/users', { token: seeded.admin.token });
