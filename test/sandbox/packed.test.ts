@@ -151,7 +151,9 @@ describe('the packed sandbox', () => {
     });
     expect(await rest('DELETE', `/api/users/${created.body.id}`, { token: seeded.admin.token })).toMatchObject({ status: 200 });
     expect(await rest('GET', `/api/users/${created.body.id}`, { token: seeded.admin.token })).toMatchObject({ status: 404 });
-    expect(await rest('POST', '/api/users', { token: seeded.admin.token, body: { name: 'bob', password: 'whatever-passw0rd' } })).toMatchObject({
+    expect(
+      await rest('POST', '/api/users', { token: seeded.admin.token, body: { name: 'bob', password: 'whatever-passw0rd', isAdmin: false, profilePicture: '' } }),
+    ).toMatchObject({
       status: 409,
     });
   });
