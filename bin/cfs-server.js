@@ -5,6 +5,7 @@
 const COMMANDS = {
   start: { module: 'dist/src/main.js', summary: 'serve every API on PORT (the default command)' },
   migrate: { module: 'dist/src/tools/migrate.js', summary: 'run the pending database migrations and exit (a Kubernetes Job or init container)' },
+  sandbox: { module: 'dist/src/sandbox/main.js', summary: 'the whole server in memory, seeded, for client teams (`sandbox reset` restores the seed)' },
 };
 
 function usage() {

@@ -121,7 +121,12 @@ export interface RestApi {
   api: OpenAPIBackend;
   /** Answers a request (the reply is written when ready; nothing rejects) and returns its route template, for the request log. */
   handle(req: NodeRequest, res: NodeResponse, requestId: string): string;
+  /** Sandbox mode only (src/sandbox): replaces each operation's handler by what `wrap` makes of it. */
+  wrapHandlers(wrap: (operation: Operation, handler: CallHandler, renderError: RestApiOptions['renderError']) => CallHandler): void;
 }
+
+/** A handler as the engine calls it, after security and validation. */
+export type CallHandler = (call: RestCall) => Promise<RestReply> | RestReply;
 
 /**
  * A refusal by the contract engine itself (no such operation, input outside the contract, no usable
@@ -166,10 +171,10 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
   // the contract tests.
   await api.init();
   // Strict mode refuses a handler whose operationId the document does not have.
-  const handlers = new Map<string, (call: RestCall) => Promise<RestReply> | RestReply>();
+  const handlers = new Map<string, CallHandler>();
   for (const [operationId, handler] of Object.entries(options.handlers)) {
     api.register(operationId, handler as never);
-    handlers.set(operationId, handler as (call: RestCall) => Promise<RestReply> | RestReply);
+    handlers.set(operationId, handler as CallHandler);
   }
   // The router re-flattens the document (with lodash) on every match; the operations never change.
   const operations = api.router.getOperations();
@@ -340,7 +345,11 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     return options.renderError(appError);
   }
 
-  return { api, handle };
+  function wrapHandlers(wrap: Parameters<RestApi['wrapHandlers']>[0]): void {
+    for (const [operationId, handler] of handlers) handlers.set(operationId, wrap(api.router.getOperation(operationId)!, handler, options.renderError));
+  }
+
+  return { api, handle, wrapHandlers };
 }
 
 /** What one request asks for: the matched operation and the request line as the validator reads it. */

@@ -16,7 +16,7 @@ import { sendReply, type NodeRequest, type NodeResponse, type RestApi } from '..
 import { AppError, toAppError } from '../errors.js';
 import { renderUserApiError } from '../handlers/users.js';
 import { buildModules } from './modules.js';
-import type { ModuleContext } from './module.js';
+import type { ModuleContext, ServerModule } from './module.js';
 import { createExpressApp } from './express-app.js';
 import { warnIfSchemaAhead } from './schema-standby.js';
 import { createOnePortServer } from './protocol-switch.js';
@@ -51,6 +51,8 @@ export interface BuildOverrides {
   /** An already opened database (tests pass one made from a migrated template). */
   database?: Database;
   logger?: Logger;
+  /** Changes the modules before they are served (sandbox mode, src/sandbox: Prefer, response checks, reset). */
+  extend?(modules: ServerModule[], context: ModuleContext): Promise<void> | void;
 }
 
 export interface App {
@@ -82,6 +84,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
   const metrics = config.metricsEnabled ? new ServerMetrics(db) : undefined;
   const context: ModuleContext = { config, db, logger, tokens, onError, metrics };
   const { modules, users } = await buildModules(context);
+  await overrides.extend?.(modules, context);
   // One line per condition: a check another part needs (the schema's) is added the same way.
   const readiness = new Readiness();
   const storeHealth = storeChecks(db);

@@ -1,0 +1,176 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import { openDatabase } from '../store/database.js';
+import { RESET_PATH, sandboxExtension } from './extension.js';
+import { cacheDirOf, defaultCredentials, readSeeded, seedKey, writeSeeded, type SandboxCredentials } from './cache.js';
+import { resumeSeed, seed, seedCode, type SeededState } from './seed.js';
+import { SeedSnapshot } from './snapshot.js';
+
+const USAGE = `usage: cfs-server sandbox [--port N] [--host H] [--fresh] [--timings]
+                                                 the whole server in memory, seeded (docs/contracts.md, Sandbox);
+                                                 --fresh seeds anew instead of loading the seed kept from the last start
+       cfs-server sandbox reset [--url URL]       put a running sandbox back to its seeded state
+`;
+
+/**
+ * Sandbox defaults: the environment may set any of them (ADMIN_* and SUPERUSER_* too), and every
+ * other setting of README.md's table applies as on a normal server.
+ */
+function sandboxEnvironment(env: NodeJS.ProcessEnv, credentials: SandboxCredentials, port: string | undefined, host: string | undefined): NodeJS.ProcessEnv {
+  const defaults: Record<string, string> = {
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // Simulated work of the cloud operations: long enough to see RUNNING, short enough to wait for.
+    COMPUTE_WORK_MS: '50',
+    // A reset must be seen at once: no principal outlives it in a cache.
+    PRINCIPAL_CACHE_MS: '0',
+  };
+  if (env.ADMIN_USERNAME === undefined && env.ADMIN_PASSWORD === undefined) {
+    Object.assign(defaults, { ADMIN_USERNAME: credentials.admin.name, ADMIN_PASSWORD: credentials.admin.password });
+  }
+  if (env.SUPERUSER_EMAIL === undefined && env.SUPERUSER_PASSWORD === undefined) {
+    Object.assign(defaults, { SUPERUSER_EMAIL: credentials.superuser.email, SUPERUSER_PASSWORD: credentials.superuser.password });
+  }
+  const merged: NodeJS.ProcessEnv = { ...defaults, ...env };
+  if (port !== undefined) merged.PORT = port;
+  if (host !== undefined) merged.HOST = host;
+  merged.PORT ??= '8080';
+  // In memory, whatever the environment says: a sandbox never touches a real database.
+  delete merged.DATABASE_URL;
+  delete merged.DATABASE_LISTEN_URL;
+  merged.DATA_DIR = 'memory://';
+  merged.MIGRATE = 'true';
+  merged.WORKERS = '1';
+  return merged;
+}
+
+async function reset(url: string): Promise<void> {
+  const response = await fetch(new URL(RESET_PATH, url), { method: 'POST' }).catch((error: unknown) => {
+    process.stderr.write(`cfs-server sandbox reset: no sandbox answers at ${url} (${error instanceof Error ? error.message : String(error)})\n`);
+    process.exit(1);
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    process.stderr.write(`cfs-server sandbox reset: ${url} answered ${response.status}: ${text}\n`);
+    process.exit(1);
+  }
+  const { rows, ms } = JSON.parse(text) as { rows: number; ms: number };
+  process.stdout.write(`sandbox at ${url} reset to its seed (${rows} rows) in ${ms} ms\n`);
+}
+
+async function start(options: { port?: string; host?: string; fresh?: boolean; timings?: boolean }): Promise<void> {
+  const started = performance.now();
+  const marks: string[] = [];
+  let last = started;
+  const mark = (name: string) => {
+    const now = performance.now();
+    marks.push(`${name} ${Math.round(now - last)} ms`);
+    last = now;
+  };
+  const cacheDir = options.fresh ? undefined : cacheDirOf(process.env);
+  const env = sandboxEnvironment(process.env, defaultCredentials(cacheDir), options.port, options.host);
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  const loading = import('../server/build.js');
+  // The migrated template the build ships (dist/pglite-template.tar.gz): no initdb, no migrations to run.
+  const { shippedPgliteTemplate } = await import('../store/pglite-template.js');
+  const template = await shippedPgliteTemplate();
+  const credentials: SandboxCredentials = {
+    admin: { name: env.ADMIN_USERNAME!, password: env.ADMIN_PASSWORD! },
+    superuser: { email: env.SUPERUSER_EMAIL!, password: env.SUPERUSER_PASSWORD! },
+  };
+  const key = cacheDir && template ? await seedKey(template, seedCode(), credentials) : undefined;
+  const kept = cacheDir && key ? readSeeded<{ state: SeededState; keyText: string }>(cacheDir, key) : undefined;
+  mark(kept ? 'kept seed' : 'template');
+  const database = await openDatabase({ dataDir: 'memory://', loadDataDir: kept?.dump ?? template, pgliteSharedBuffersMb: config.pgliteSharedBuffersMb });
+  mark('database');
+  let snapshot: SeedSnapshot | undefined;
+  const extension = sandboxExtension(() => snapshot);
+  const { build } = await loading;
+  const app = await build(config, { database, logger, extend: extension.extend });
+  mark('build');
+  const bound = await app.listen(config.port, config.host);
+  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${bound}`;
+  const stop = () =>
+    void app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  process.once('SIGTERM', stop).once('SIGINT', stop);
+  const seeded = new SeedSnapshot(app.db.knex);
+  let state: SeededState;
+  if (kept) {
+    // The kept dump holds the seed and its snapshot: fresh tokens are all it needs.
+    state = await resumeSeed(url, kept.state.state, kept.state.keyText);
+    mark('sign-in');
+  } else {
+    state = await seed(url, credentials, mark);
+    await seeded.take();
+    mark('snapshot');
+    if (cacheDir && key) {
+      const pglite = (app.db.knex.client as { pglite: { dumpDataDir(compression: 'gzip'): Promise<Blob> } }).pglite;
+      const dump = Buffer.from(await (await pglite.dumpDataDir('gzip')).arrayBuffer());
+      writeSeeded(cacheDir, key, dump, { state, keyText: readFileSync(state.keyFile, 'utf8') });
+      mark('kept for the next start');
+    }
+  }
+  snapshot = seeded;
+  const stateFile = join(dirname(state.keyFile), 'sandbox.json');
+  writeFileSync(stateFile, `${JSON.stringify({ url, ...state }, null, 2)}\n`, { mode: 0o600 });
+  const seconds = ((performance.now() - started) / 1000).toFixed(2);
+  process.stdout.write(
+    [
+      `cfs-server sandbox: ready on ${url} in ${seconds} s — every API in memory, seeded from the contracts' examples (nothing you change is kept)`,
+      ...(options.timings ? [`  timings: ${marks.join(', ')}`] : []),
+      `  admin token      (users, cloud)   ${state.admin.token}`,
+      `                                    ${state.admin.name} / ${state.admin.password}`,
+      `  superuser token  (publishing)     ${state.superuser.token}`,
+      `                                    ${state.superuser.email} / ${state.superuser.password}`,
+      `  service-account key file (cloud)  ${state.keyFile}`,
+      `  everything seeded (ids, tokens)   ${stateFile}`,
+      `  force an answer: Prefer: code=404 | example=default | dynamic=true (REST), prefer: code=NOT_FOUND (RPC)`,
+      `  reset: curl -X POST ${url}${RESET_PATH}   or   npx cfs-server sandbox reset --url ${url}`,
+      '',
+    ].join('\n'),
+  );
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    options: {
+      port: { type: 'string', short: 'p' },
+      host: { type: 'string' },
+      url: { type: 'string' },
+      fresh: { type: 'boolean' },
+      timings: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+  });
+  if (values.help) return void process.stdout.write(USAGE);
+  const [command] = positionals;
+  if (command === 'reset') return reset(values.url ?? process.env.SANDBOX_URL ?? `http://127.0.0.1:${values.port ?? process.env.PORT ?? '8080'}`);
+  if (command !== undefined) {
+    process.stderr.write(`cfs-server sandbox: unknown command "${command}"\n${USAGE}`);
+    process.exit(2);
+  }
+  return start(values);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`cfs-server sandbox: cannot start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
