@@ -113,9 +113,8 @@ export function storeChecks(db: Database, options: StoreChecksOptions = {}): { c
     // A store that answers reads but cannot write (its disk full) fails every sign-in and capture.
     async check() {
       // PGlite's disk-space guard (statfs, no statement): a nearly full disk shows before any write fails.
-      if (!storageFull && db.roomToWrite?.() === false) storageFull = true;
-      if (!storageFull) return OK;
-      if (await storageProbe.run()) storageFull = false;
+      if (db.roomToWrite?.() === false) storageFull = true;
+      else if (storageFull && (await storageProbe.run())) storageFull = false;
       return storageFull ? { ok: false, value: 'full', retryAfterSeconds: STORAGE_FULL_RETRY_AFTER_SECONDS } : OK;
     },
   };

@@ -12,6 +12,8 @@ const DEFAULT_RESERVE_BYTES = WAL_SEGMENT_BYTES + 2 * 1024 * 1024;
 
 /** What one statement is counted as besides its message: a new heap, TOAST and index page or two. */
 const STATEMENT_OVERHEAD_BYTES = 64 * 1024;
+/** A sign-in, a session, a small capture: the admitted cost of a message of 64 KiB. */
+const SMALL_WRITE_BYTES = 64 * 1024 + STATEMENT_OVERHEAD_BYTES;
 
 export interface DiskSpaceGuardOptions {
   /** Free bytes a write must leave behind (default: a WAL segment + 2 MiB). */
@@ -46,20 +48,27 @@ export class DiskSpaceGuard {
   }
 
   /** Free bytes of DATA_DIR's filesystem as of now, minus what was admitted since `statfs` said so. */
-  available(): number {
+  private available(): number {
     if (performance.now() - this.checkedAt > this.maxAgeMs || this.admitted > this.slackBytes) this.refresh();
     return this.freeBytes - this.admitted;
   }
 
-  /** Whether a write would be admitted now. */
+  /** Whether `cost` fits above the reserve; a "no" is always from a fresh `statfs` (freed space counts at once). */
+  private fits(cost: number): boolean {
+    if (this.available() - cost >= this.reserveBytes) return true;
+    this.refresh();
+    return this.freeBytes - cost >= this.reserveBytes;
+  }
+
+  /** Whether a small write (up to 64 KiB of message) would be admitted now: what `/readyz` reports. */
   hasRoom(): boolean {
-    return this.available() - STATEMENT_OVERHEAD_BYTES >= this.reserveBytes;
+    return this.fits(SMALL_WRITE_BYTES);
   }
 
   /** Counts a write of about `bytes`, or throws a disk_full error (SQLSTATE 53100) when it would not leave the reserve. */
   admit(bytes: number): void {
     const cost = bytes + STATEMENT_OVERHEAD_BYTES;
-    if (this.available() - cost < this.reserveBytes) {
+    if (!this.fits(cost)) {
       throw Object.assign(
         new Error(
           `could not write: DATA_DIR's filesystem has ${mib(Math.max(0, this.freeBytes - this.admitted))} free, ` +
