@@ -16,7 +16,8 @@ const SCHEMA_CHANGING = /^(CREATE|ALTER|DROP|TRUNCATE|COMMENT|GRANT|REVOKE|REIND
  * else — INSERT, UPDATE, DELETE, a data-modifying WITH, DDL, ANALYZE, a locking or sequence-advancing
  * SELECT — is a write, which the disk-space guard may refuse.
  */
-const READ_ONLY = /^\s*(select|show|values|table|explain|begin|start|commit|end|rollback|abort|savepoint|release|set|reset|deallocate|discard|listen|unlisten)\b/i;
+const READ_ONLY =
+  /^\s*(select|show|values|table|explain|begin|start|commit|end|rollback|abort|savepoint|release|set|reset|deallocate|discard|listen|unlisten)\b/i;
 const WRITES_ANYWAY = /\b(for\s+(no\s+key\s+)?update|for\s+(key\s+)?share|nextval|setval|pg_notify)\b/i;
 
 function isWrite(sql: string): boolean {
