@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/store/database.js';
 import { pgliteTemplatePath } from '../support/template.js';
 import { budget } from '../support/budget.js';
+import { runChild } from './startup-child.js';
 
 /**
  * PGlite's DATA_DIR on a small tmpfs that the test fills up (issue 21, item 3). Mounting needs root
@@ -218,3 +219,49 @@ for (const held of [24, 0]) {
     });
   });
 }
+
+/**
+ * The cause of the hang in issue 29: a PGlite instance that PANICked (its next WAL segment refused by
+ * a full disk) spins forever in its next statement. PgliteStatements must never send it one: every
+ * statement fails at once (57P03), and a fresh instance on the same directory takes over. In a child
+ * process, which a regression would spin: the child's timeout ends it and the test fails.
+ */
+const panicDir = mkdtempSync(join(tmpdir(), 'pglite-panic-'));
+const panicMount = (() => {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', panicDir], { stdio: 'pipe' });
+    return { ok: true as const };
+  } catch (error) {
+    rmSync(panicDir, { recursive: true, force: true });
+    return { ok: false as const, reason: error instanceof Error ? error.message.split('\n')[0]! : String(error) };
+  }
+})();
+if (!panicMount.ok) console.warn(`PGlite PANIC test skipped: cannot mount a tmpfs here (${panicMount.reason})`);
+
+(panicMount.ok ? describe : describe.skip)('a PGlite instance that PANICked', () => {
+  afterAll(() => {
+    try {
+      execFileSync('umount', [panicDir], { stdio: 'pipe' });
+    } catch {
+      execFileSync('umount', ['-l', panicDir], { stdio: 'pipe' });
+    }
+    rmSync(panicDir, { recursive: true, force: true });
+  });
+
+  test('is sent no further statement: each fails at once, and a fresh instance on the same directory takes over', async () => {
+    const result = await runChild('test/hardening/pglite-panic-child.ts', [panicDir], {}, { timeoutMs: budget(60_000) });
+    expect({ code: result.code, signal: result.signal, stderr: result.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { step: string; severity?: string; code?: string; ms?: number; panics?: number; inserted?: number });
+    expect(lines.filter((line) => line.step === 'insert failed').at(-1)).toMatchObject({ severity: 'PANIC', code: '53100' });
+    const after = lines.filter((line) => line.step === 'after the PANIC');
+    expect(after).toHaveLength(2);
+    for (const line of after) {
+      expect(line.code).toBe('57P03');
+      expect(line.ms).toBeLessThan(ANSWER_MS);
+    }
+    expect(lines.at(-1)).toEqual({ step: 'replaced', panics: 1, inserted: 1 });
+  });
+});
