@@ -72,8 +72,9 @@ export interface StoreChecksOptions {
  * succeeded within `freshMs` (any request's, seen through knex's `query-response`); only an idle or
  * failing server asks `select 1`, at most one at a time, so probes from any number of balancers cost
  * at most one read per `freshMs` and none under traffic. `listener` is the LISTEN connection's own
- * heartbeat. `storage` turns `full` when a statement fails for lack of space; while it is, each probe
- * re-checks with the store's one small write, so freed space shows at once.
+ * heartbeat. `storage` turns `full` when a statement fails for lack of space, or (PGlite) when the
+ * store's disk-space guard says a write would not fit; while it is, each probe re-checks with the
+ * store's one small write, so freed space shows at once.
  */
 export function storeChecks(db: Database, options: StoreChecksOptions = {}): { checks: ReadinessCheck[]; detach(): void } {
   const freshMs = options.freshMs ?? 1000;
@@ -111,8 +112,9 @@ export function storeChecks(db: Database, options: StoreChecksOptions = {}): { c
     name: 'storage',
     // A store that answers reads but cannot write (its disk full) fails every sign-in and capture.
     async check() {
-      if (!storageFull) return OK;
-      if (await storageProbe.run()) storageFull = false;
+      // PGlite's disk-space guard (statfs, no statement): a nearly full disk shows before any write fails.
+      if (db.roomToWrite?.() === false) storageFull = true;
+      else if (storageFull && (await storageProbe.run())) storageFull = false;
       return storageFull ? { ok: false, value: 'full', retryAfterSeconds: STORAGE_FULL_RETRY_AFTER_SECONDS } : OK;
     },
   };

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type pg from 'pg';
@@ -25,10 +24,15 @@ export interface Database {
   /** False while the LISTEN connection is down (notifications are being missed); `/readyz` reports it. */
   listenerHealthy(): boolean;
   /**
-   * Whether the store can write: `full` when a small write fails for lack of space (or, on PGlite,
-   * when DATA_DIR's filesystem has less than `MIN_FREE_BYTES` left). `/readyz` reports it.
+   * Whether the store can write: `full` when a small write fails for lack of space (on PGlite, also
+   * when the disk-space guard refuses it, see disk-space.ts). `/readyz` reports it.
    */
   storage(): Promise<'ok' | 'full'>;
+  /**
+   * PGlite only, from `statfs` (no statement): false while DATA_DIR's filesystem has too little room
+   * for a write, or while the store is being reopened after a PANIC. `/readyz` turns `storage: full` at once.
+   */
+  roomToWrite?(): boolean;
   /**
    * PGlite only: runs one statement without parameters outside Knex (no query events, no request
    * log, no statement counters see it), in turn with every other statement. For the store's own
@@ -44,12 +48,6 @@ export interface Database {
   withMigrationLock<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
-
-/**
- * PGlite's DATA_DIR needs room for the next WAL segment (16 MiB, which PostgreSQL creates in one
- * piece): with less, the next write that ends a segment fails, so the store already counts as full.
- */
-const MIN_FREE_BYTES = 16 * 1024 * 1024;
 
 /**
  * One small write, as a request would make: a probe row in `limit_counters` (expired at once, so the
@@ -263,7 +261,33 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     throw new DataDirError(`DATA_DIR ${dataDir} cannot be opened as a PGlite database: ${message}`, { cause: error });
   });
   const { PgliteStatements } = await import('./pglite-statements.js');
-  const statements = new PgliteStatements(pglite);
+  const { DiskSpaceGuard } = await import('./disk-space.js');
+  // Writes are refused (53100, so 503) before the disk is too full for the next WAL segment.
+  const guard = onDisk ? new DiskSpaceGuard(dataDir) : undefined;
+  let current = pglite;
+  let closing = false;
+  const subscriptions = new Set<{ channel: string; onPayload(payload: string): void; onReconnect?(): void; unlisten(): Promise<void> }>();
+  // After a PANIC the instance is abandoned (PgliteStatements): a fresh one on the same directory
+  // (crash recovery) takes over once the disk has room, in this same process.
+  const reopen = (): void => {
+    const timer = setTimeout(() => {
+      if (closing) return;
+      if (guard && !guard.hasRoom()) return reopen();
+      PGlite.create({ dataDir, startParams })
+        .then(async (fresh) => {
+          if (closing) return fresh.close();
+          statements.replace(fresh);
+          current = fresh;
+          for (const subscription of subscriptions) {
+            subscription.unlisten = await fresh.listen(subscription.channel, subscription.onPayload);
+            subscription.onReconnect?.();
+          }
+        })
+        .catch(reopen);
+    }, PGLITE_REOPEN_DELAY_MS);
+    timer.unref();
+  };
+  const statements = new PgliteStatements(pglite, { guard, onPanic: onDisk ? reopen : undefined });
   // knex-pglite runs each statement through PGlite.query; this client runs it through PgliteStatements.
   class FastPgliteClient extends ClientPgLite {
     async _query(_connection: unknown, obj: { sql?: string; bindings?: unknown[]; response?: unknown }): Promise<unknown> {
@@ -271,36 +295,44 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
       obj.response = await statements.run(obj.sql, obj.bindings ?? []);
       return obj;
     }
+    // close() below closes whichever instance is current (an abandoned one never).
+    override async destroyRawConnection(): Promise<void> {}
   }
   const knex = knexFactory({ client: FastPgliteClient, connection: () => ({ pglite }) } as Knex.Config);
   return {
     knex,
     kind: 'pglite',
-    async listen(channel, onPayload) {
-      return pglite.listen(channel, onPayload);
+    async listen(channel, onPayload, listenOptions) {
+      const subscription = { channel, onPayload, onReconnect: listenOptions?.onReconnect, unlisten: async () => {} };
+      // While the instance is abandoned the subscription waits for the fresh one.
+      if (!statements.failed) subscription.unlisten = await current.listen(channel, onPayload);
+      subscriptions.add(subscription);
+      return async () => {
+        subscriptions.delete(subscription);
+        if (!statements.failed) await subscription.unlisten();
+      };
     },
-    // In-process notifications: nothing to lose.
-    listenerHealthy: () => true,
+    // In-process notifications: nothing to lose, unless the instance PANICked.
+    listenerHealthy: () => !statements.failed,
     maintenance: async (sql) => (await statements.run(sql, [])).rows as Array<Record<string, unknown>>,
     // One process owns DATA_DIR (its lock file), so nobody else can be migrating.
     withMigrationLock: (work) => work(),
-    async storage() {
-      if (onDisk) {
-        const space = await statfs(dataDir).catch(() => undefined);
-        if (space && space.bavail * space.bsize < MIN_FREE_BYTES) return 'full';
-      }
-      return probeWrite(knex);
-    },
+    roomToWrite: () => !statements.failed && (guard?.hasRoom() ?? true),
+    storage: async () => (statements.failed ? 'full' : probeWrite(knex)),
     async close() {
+      closing = true;
       try {
         await knex.destroy();
-        if (!pglite.closed) await pglite.close();
+        if (!statements.failed && !current.closed) await current.close();
       } finally {
         lock?.release();
       }
     },
   };
 }
+
+/** How long after a PANIC (and then between tries) the embedded database is reopened. */
+const PGLITE_REOPEN_DELAY_MS = 1000;
 
 /** What a migration run did, and what the database holds that this code does not know. */
 export interface MigrationOutcome {

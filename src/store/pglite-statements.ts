@@ -11,6 +11,27 @@ const MAX_PREPARED = 128;
 /** Command tags after which a prepared statement's plan or result shape may be stale (DDL). */
 const SCHEMA_CHANGING = /^(CREATE|ALTER|DROP|TRUNCATE|COMMENT|GRANT|REVOKE|REINDEX|CLUSTER|VACUUM|IMPORT|SECURITY|REFRESH)\b/;
 
+/**
+ * Statements that only read (or only steer the session): admitted whatever the free space. Anything
+ * else — INSERT, UPDATE, DELETE, a data-modifying WITH, DDL, ANALYZE, a locking or sequence-advancing
+ * SELECT — is a write, which the disk-space guard may refuse.
+ */
+const READ_ONLY =
+  /^\s*(select|show|values|table|explain|begin|start|commit|end|rollback|abort|savepoint|release|set|reset|deallocate|discard|listen|unlisten)\b/i;
+const WRITES_ANYWAY = /\b(for\s+(no\s+key\s+)?update|for\s+(key\s+)?share|nextval|setval|pg_notify)\b/i;
+
+function isWrite(sql: string): boolean {
+  return !READ_ONLY.test(sql) || WRITES_ANYWAY.test(sql);
+}
+
+/** What PgliteStatements may be given besides the instance. */
+export interface PgliteStatementsOptions {
+  /** Refuses a write (throws, SQLSTATE 53100) while the disk cannot take it; counts its message's bytes. */
+  guard?: { admit(bytes: number): void };
+  /** The instance PANICked: it is never sent another statement (see the class comment). */
+  onPanic?(error: unknown): void;
+}
+
 interface Job {
   sql: string;
   bindings: readonly unknown[];
@@ -48,6 +69,14 @@ interface Prepared {
  * (async-mutex's generator-based `runExclusive`) cost an allocation per statement that V8 kept alive
  * into the old generation under load, and old-space garbage means mark-compacts, which stalled the
  * one-core server 50–80 ms each (docs/architecture.md, "The embedded store's query path").
+ *
+ * A PANIC (PostgreSQL's "the server must restart": a WAL segment that could not be created on a
+ * full disk, an error inside a critical section) leaves the wasm backend mid-way: its next statement
+ * spins in `errfinish` forever on the event loop's thread, and the whole process stops answering. So
+ * after a PANIC this sends the instance nothing more: it keeps PGlite's lock (nothing else, not
+ * `listen()`, not `close()`, reaches the backend), fails every statement at once, and tells
+ * `onPanic`, whose owner may `replace` the instance with a fresh one on the same data directory
+ * (PostgreSQL's crash recovery). A `guard` refuses writes before the disk gets that full.
  */
 export class PgliteStatements {
   private readonly prepared = new Map<string, Prepared>();
@@ -62,11 +91,39 @@ export class PgliteStatements {
   private working = false;
   /** The check-phase callback that gives the lock back when nothing else came. */
   private idle: NodeJS.Immediate | undefined;
+  /** Set once the instance PANICked: every statement fails with it until `replace`. */
+  private stopped: Error | undefined;
 
-  constructor(private readonly pglite: PGlite) {}
+  constructor(
+    private pglite: PGlite,
+    private readonly options: PgliteStatementsOptions = {},
+  ) {}
+
+  /** Whether the instance PANICked and has not been replaced. */
+  get failed(): boolean {
+    return this.stopped !== undefined;
+  }
+
+  /**
+   * Runs every later statement on `pglite` (a fresh instance on the same data directory, after a
+   * PANIC). The old one keeps the lock it holds: it is abandoned, never closed (closing runs a
+   * checkpoint on it, which would spin too).
+   */
+  replace(pglite: PGlite): void {
+    if (this.idle) clearImmediate(this.idle);
+    this.idle = undefined;
+    this.pglite = pglite;
+    this.prepared.clear();
+    this.release = undefined;
+    this.acquiring = false;
+    this.working = false;
+    this.stopped = undefined;
+    if (this.head < this.jobs.length) this.pump();
+  }
 
   /** The result of one statement, as `PGlite.query` answers it; a database error is thrown as PGlite throws it. */
   run(sql: string, bindings: readonly unknown[]): Promise<Results> {
+    if (this.stopped) return Promise.reject(this.stopped);
     if (this.pglite.closed) return Promise.reject(new Error('PGlite is closed'));
     return new Promise<Results>((resolve, reject) => {
       this.jobs.push({ sql, bindings, resolve, reject });
@@ -110,6 +167,12 @@ export class PgliteStatements {
    * what V8 promoted to the old generation most under load (see the class comment).
    */
   private work(): void {
+    if (this.stopped) {
+      // A PANICked instance keeps the lock (see the class comment): nothing else may reach it.
+      this.working = false;
+      this.failAll(this.stopped);
+      return;
+    }
     if (this.head >= this.jobs.length) {
       this.jobs.length = 0;
       this.head = 0;
@@ -157,7 +220,8 @@ export class PgliteStatements {
     let replies: Promise<BackendMessage[]>;
     try {
       if (this.pglite.closed) throw new Error('PGlite is closed');
-      replies = bindings.length === 0 ? this.unnamed(sql) : this.named(sql, bindings);
+      const write = this.options.guard !== undefined && isWrite(sql);
+      replies = bindings.length === 0 ? this.unnamed(sql, write) : this.named(sql, bindings, write);
     } catch (error) {
       replies = Promise.reject(error);
     }
@@ -166,26 +230,44 @@ export class PgliteStatements {
       (error: unknown) => {
         // The fields PGlite's query() adds to a database error.
         if (error instanceof Error && 'code' in error) Object.assign(error, { query: sql, params: bindings, queryOptions: undefined });
+        if ((error as { severity?: unknown }).severity === 'PANIC') this.stop(error);
         throw error;
       },
     );
   }
 
-  private unnamed(sql: string): Promise<BackendMessage[]> {
-    return this.exec([serialize.parse({ text: sql }), serialize.bind({}), DESCRIBE_EXECUTE_SYNC]);
+  /** The instance PANICked: fail everything from now on, and say so once. */
+  private stop(panic: unknown): void {
+    if (this.stopped) return;
+    const reason = panic instanceof Error ? panic.message : String(panic);
+    // 57P03 (cannot_connect_now): unavailable, retry later; the PANIC as its cause (a full disk is 53100).
+    this.stopped = Object.assign(new Error(`the embedded database stopped after a PANIC (${reason}); it is reopened once it can be`, { cause: panic }), {
+      code: '57P03',
+    });
+    this.options.onPanic?.(panic);
   }
 
-  private named(sql: string, bindings: readonly unknown[]): Promise<BackendMessage[]> {
+  private unnamed(sql: string, write: boolean): Promise<BackendMessage[]> {
+    return this.exec([serialize.parse({ text: sql }), serialize.bind({}), DESCRIBE_EXECUTE_SYNC], write);
+  }
+
+  private named(sql: string, bindings: readonly unknown[], write: boolean): Promise<BackendMessage[]> {
     const statement = this.prepared.get(sql);
-    if (!statement) return this.prepare(sql).then((prepared) => this.bound(sql, prepared, bindings));
-    return this.bound(sql, statement, bindings);
+    if (!statement) return this.prepare(sql).then((prepared) => this.bound(sql, prepared, bindings, write));
+    return this.bound(sql, statement, bindings, write);
   }
 
-  private bound(sql: string, statement: Prepared, bindings: readonly unknown[]): Promise<BackendMessage[]> {
+  private bound(sql: string, statement: Prepared, bindings: readonly unknown[], write: boolean): Promise<BackendMessage[]> {
     // Least recently used is closed first (a counter, not a re-insertion into the map per execution).
     statement.used = ++this.uses;
     const values = bindings.map((value, index) => this.serialised(value, statement.paramTypes[index]));
-    return this.exec([bindMessage(statement.name, values), DESCRIBE_EXECUTE_SYNC]).catch(async (error: unknown) => {
+    let sent: Promise<BackendMessage[]>;
+    try {
+      sent = this.exec([bindMessage(statement.name, values), DESCRIBE_EXECUTE_SYNC], write);
+    } catch (error) {
+      sent = Promise.reject(error); // refused by the guard: nothing was sent
+    }
+    return sent.catch(async (error: unknown) => {
       // A statement the backend no longer knows or can no longer run as planned is prepared afresh next time.
       const code = (error as { code?: unknown }).code;
       if (code === '26000' || code === '0A000') await this.close([sql]);
@@ -236,8 +318,11 @@ export class PgliteStatements {
     if (closes.length > 0) await this.pglite.execProtocolStream(concat([...closes, serialize.sync()]), { syncToFs: false, throwOnError: false });
   }
 
-  private exec(parts: Uint8Array[]): Promise<BackendMessage[]> {
-    return this.pglite.execProtocolStream(concat(parts), { syncToFs: false });
+  /** Sends one message; a `write` is first admitted by the guard (which throws when the disk cannot take it). */
+  private exec(parts: Uint8Array[], write = false): Promise<BackendMessage[]> {
+    const message = concat(parts);
+    if (write) this.options.guard!.admit(message.length);
+    return this.pglite.execProtocolStream(message, { syncToFs: false });
   }
 }
 

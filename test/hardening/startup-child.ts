@@ -18,6 +18,8 @@ export interface ChildOptions {
   gid?: number;
   /** Extra `--import` modules loaded after tsx. */
   preload?: string[];
+  /** The checkout to run from (default: this one); another path to the same files, for another user. */
+  cwd?: string;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface ChildOptions {
 export function spawnChild(entry: string, args: string[], env: Record<string, string>, options: ChildOptions = {}): ChildProcessWithoutNullStreams {
   const imports = ['tsx', ...(options.preload ?? [])].flatMap((module) => ['--import', module]);
   return spawn(process.execPath, [...imports, entry, ...args], {
-    cwd: ROOT,
+    cwd: options.cwd ?? ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
     uid: options.uid,

@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -7,7 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { openDatabase } from '../../src/store/database.js';
 import { LOCK_FILE } from '../../src/store/data-dir-lock.js';
-import { pgliteTemplatePath } from '../support/template.js';
+import { pgliteTemplatePath, ROOT } from '../support/template.js';
 import { runChild, spawnChild, type ChildOptions, type ChildResult } from './startup-child.js';
 import { budget } from '../support/budget.js';
 
@@ -17,13 +18,14 @@ import { budget } from '../support/budget.js';
  * side by side; the ones that need a working store use one DATA_DIR loaded from the template.
  */
 // Child processes that load TypeScript and a database: slow on a busy machine, never unbounded.
-jest.setTimeout(budget(30_000));
+jest.setTimeout(budget(40_000));
 const root = mkdtempSync(join(tmpdir(), 'cfs-startup-'));
 const servers: Server[] = [];
 const sockets: Socket[] = [];
 afterAll(async () => {
   for (const socket of sockets) socket.destroy();
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  if (nobody.ok) unbind(nobody.cwd);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -49,12 +51,13 @@ async function closedPort(): Promise<number> {
   return address.port;
 }
 
-// Generous bounds: the point is "exits by itself, no hang", on a machine that may be busy.
-const FAIL_FAST_MS = 50_000;
-// PORT 0 unless a case names one: the port is checked before the store opens, and these children start
-// side by side (on a fixed port they would find each other's check in the way).
+// The point is "exits by itself, no hang": bounds scaled to the machine's load (a cold tsx start of
+// the server takes up to ~10 s quiet), and the child is killed only well after them. PORT 0 unless a
+// case names one: the port is checked before the store opens, and these children start side by side
+// (on a fixed port they would find each other's check in the way).
+const FAIL_FAST_MS = budget(15_000);
 const main = (env: Record<string, string>, options: ChildOptions = {}) =>
-  runChild('src/main.ts', [], { HOST: '127.0.0.1', PORT: '0', ...env }, { timeoutMs: 60_000, ...options });
+  runChild('src/main.ts', [], { HOST: '127.0.0.1', PORT: '0', ...env }, { timeoutMs: FAIL_FAST_MS * 2, ...options });
 
 function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number): void {
   expect({ code: result.code, signal: result.signal }).toEqual({ code: 1, signal: null });
@@ -67,6 +70,46 @@ function expectOneLine(result: ChildResult, line: string | RegExp, maxMs: number
 
 const pgUrl = process.env.DATABASE_URL;
 const runningAsRoot = process.getuid?.() === 0;
+if (runningAsRoot) chmodSync(root, 0o755); // so that nobody reaches it
+
+/**
+ * Where nobody (uid 65534) runs the server from. The checkout may sit in a private directory (a
+ * `mktemp -d`, a home directory of mode 0700) that nobody cannot traverse to reach src/ and
+ * node_modules; so, as root, the checkout is bind-mounted inside `root` (world-traversable) and
+ * nobody's children run from there: the same files, no copy.
+ */
+const NOBODY = { uid: 65534, gid: 65534 };
+const nobody = runningAsRoot ? bindCheckout() : ({ ok: false, reason: 'not running as root' } as const);
+
+function bindCheckout(): { ok: true; cwd: string } | { ok: false; reason: string } {
+  const cwd = join(root, 'checkout');
+  mkdirSync(cwd);
+  try {
+    execFileSync('mount', ['--bind', ROOT, cwd], { stdio: 'pipe' });
+  } catch (error) {
+    return { ok: false, reason: error instanceof Error ? error.message.split('\n')[0]! : String(error) };
+  }
+  try {
+    // nobody must reach the files and node there (a node under /root, say, it cannot run).
+    execFileSync(process.execPath, ['-e', 'require.resolve("tsx")'], { cwd, uid: NOBODY.uid, gid: NOBODY.gid, stdio: 'pipe' });
+    return { ok: true, cwd };
+  } catch (error) {
+    unbind(cwd);
+    return {
+      ok: false,
+      reason: `nobody cannot run ${process.execPath} on the checkout: ${error instanceof Error ? error.message.split('\n')[0]! : String(error)}`,
+    };
+  }
+}
+
+function unbind(cwd: string): void {
+  try {
+    execFileSync('umount', [cwd], { stdio: 'pipe' });
+  } catch {
+    execFileSync('umount', ['-l', cwd], { stdio: 'pipe' });
+  }
+}
+if (runningAsRoot && !nobody.ok) console.warn(`startup tests run as nobody skipped: ${nobody.reason}`);
 
 describe('a start that cannot open its store', () => {
   const results = new Map<string, Promise<ChildResult>>();
@@ -81,20 +124,29 @@ describe('a start that cannot open its store', () => {
     blackHole = await listening(); // accepts and never answers
     writeFileSync(fileDataDir, 'not a directory');
     mkdirSync(readOnlyDataDir, { mode: 0o500 });
-    if (runningAsRoot) chmodSync(root, 0o755); // so that nobody reaches it
     mkdirSync(heldDataDir, { mode: 0o700 });
     writeFileSync(join(heldDataDir, LOCK_FILE), `${process.pid}\n`);
-    results.set('refused', main({ DATABASE_URL: `postgres://app:secret@127.0.0.1:${refused}/app` }));
+    // A refused connect is answered at once, but a child whose event loop is busier than the connect
+    // timeout (module loading on a loaded machine) would see its timer first: it gets as long as the test.
+    results.set(
+      'refused',
+      main({
+        DATABASE_URL: `postgres://app:secret@127.0.0.1:${refused}/app`,
+        DB_CONNECT_TIMEOUT_MS: String(Math.min(FAIL_FAST_MS, 600_000)),
+        STARTUP_TIMEOUT_MS: String(Math.min(FAIL_FAST_MS, 600_000)),
+      }),
+    );
     results.set('black hole', main({ DATABASE_URL: `postgres://app@127.0.0.1:${blackHole}/app`, STARTUP_TIMEOUT_MS: '1500' }));
     results.set('file', main({ DATA_DIR: fileDataDir }));
     // Root writes anywhere: the read-only case runs as nobody then.
-    results.set('read-only', main({ DATA_DIR: readOnlyDataDir }, runningAsRoot ? { uid: 65534, gid: 65534 } : {}));
+    if (!runningAsRoot) results.set('read-only', main({ DATA_DIR: readOnlyDataDir }));
+    else if (nobody.ok) results.set('read-only', main({ DATA_DIR: readOnlyDataDir }, { ...NOBODY, cwd: nobody.cwd }));
     results.set('held', main({ DATA_DIR: heldDataDir }));
-    if (runningAsRoot) {
+    if (nobody.ok) {
       // Open to everyone and owned by root: nobody may write in it but cannot chmod it.
       mkdirSync(foreignDataDir);
       chmodSync(foreignDataDir, 0o777);
-      results.set('foreign', main({ DATA_DIR: foreignDataDir }, { uid: 65534, gid: 65534 }));
+      results.set('foreign', main({ DATA_DIR: foreignDataDir }, { ...NOBODY, cwd: nobody.cwd }));
     }
     if (pgUrl) {
       const missing = new URL(pgUrl);
@@ -134,7 +186,7 @@ describe('a start that cannot open its store', () => {
     expectOneLine(await result('file'), `cannot start: DATA_DIR ${fileDataDir} is not a directory (a file is in the way)`, FAIL_FAST_MS);
   });
 
-  test('DATA_DIR this process cannot write', async () => {
+  (!runningAsRoot || nobody.ok ? test : test.skip)('DATA_DIR this process cannot write', async () => {
     expectOneLine(
       await result('read-only'),
       `cannot start: DATA_DIR ${readOnlyDataDir} is not writable by this process: permission denied (EACCES)`,
@@ -142,7 +194,7 @@ describe('a start that cannot open its store', () => {
     );
   });
 
-  (runningAsRoot ? test : test.skip)('DATA_DIR open to other users that this user cannot make private (another owner)', async () => {
+  (nobody.ok ? test : test.skip)('DATA_DIR open to other users that this user cannot make private (another owner)', async () => {
     expectOneLine(
       await result('foreign'),
       `cannot start: DATA_DIR ${foreignDataDir} is open to other users (mode 777) and cannot be made private: operation not permitted (EPERM); run chmod 700 on it as its owner`,
@@ -191,7 +243,7 @@ describeWithPglite('a server on a working store', () => {
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const exited = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), FAIL_FAST_MS * 2);
     const lines: LogLine[] = [];
     const waiters: Array<() => void> = [];
     createInterface({ input: child.stdout }).on('line', (line) => {
