@@ -19,7 +19,7 @@
  * argument runs README.md and every docs/*.md. The conventions are in docs/testing.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { freePort } from './support/free-port.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -126,6 +126,8 @@ function copyCheckout(into: string): string {
   if (git(copy, ['branch', '--list', 'main']).trim() === '' && git(copy, ['branch', '--remotes', '--list', 'origin/main']).trim() !== '')
     git(copy, ['branch', '--quiet', 'main', 'origin/main']);
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(copy, 'node_modules'));
+  // .gitignore's `node_modules/` matches a directory, not this link to one.
+  appendFileSync(join(copy, '.git/info/exclude'), '/node_modules\n');
   cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true, preserveTimestamps: true });
   return copy;
 }
