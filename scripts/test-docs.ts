@@ -19,7 +19,19 @@
  * argument runs README.md and every docs/*.md. The conventions are in docs/testing.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { freePort } from './support/free-port.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -122,7 +134,18 @@ function copyCheckout(into: string): string {
     } else rmSync(join(copy, file), { force: true });
   }
   git(copy, ['add', '--all']);
-  git(copy, ['-c', 'user.name=test-docs', '-c', 'user.email=test-docs@localhost', 'commit', '--quiet', '--allow-empty', '--no-verify', '-m', 'test:docs: the working tree']);
+  git(copy, [
+    '-c',
+    'user.name=test-docs',
+    '-c',
+    'user.email=test-docs@localhost',
+    'commit',
+    '--quiet',
+    '--allow-empty',
+    '--no-verify',
+    '-m',
+    'test:docs: the working tree',
+  ]);
   if (git(copy, ['branch', '--list', 'main']).trim() === '' && git(copy, ['branch', '--remotes', '--list', 'origin/main']).trim() !== '')
     git(copy, ['branch', '--quiet', 'main', 'origin/main']);
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(copy, 'node_modules'));
@@ -230,7 +253,9 @@ async function main(): Promise<number> {
         ran += blocks.length;
       }
     }
-    console.log(`test:docs: ${ran} block runs (${plan.length} file(s) × ${RUNS}) passed in ${((performance.now() - started) / 1000).toFixed(1)} s; the checkout copy stayed clean`);
+    console.log(
+      `test:docs: ${ran} block runs (${plan.length} file(s) × ${RUNS}) passed in ${((performance.now() - started) / 1000).toFixed(1)} s; the checkout copy stayed clean`,
+    );
     return 0;
   } finally {
     if (server) {

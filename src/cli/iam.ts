@@ -182,7 +182,9 @@ ${COMMON}`,
           await session.sdk().wait(await session.sdk().client(AuthPublicKeyService).delete({ id: file.id }));
         } catch (deleteError) {
           const why = deleteError instanceof Error ? deleteError.message : String(deleteError);
-          throw new UsageError(`cannot write ${output}: ${reason}; the key ${file.id} could not be deleted either (${why}): delete it with "cfs iam auth-public-key delete ${file.id}"`);
+          throw new UsageError(
+            `cannot write ${output}: ${reason}; the key ${file.id} could not be deleted either (${why}): delete it with "cfs iam auth-public-key delete ${file.id}"`,
+          );
         }
         throw new UsageError(`cannot write ${output}: ${reason}; the key ${file.id} was deleted again`);
       }

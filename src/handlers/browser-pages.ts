@@ -38,7 +38,7 @@ export function entryPoints(options: { metricsEnabled: boolean }): EntryPoint[] 
       rel: 'graphql-explorer',
       href: '/graphql',
       title: 'GraphQL explorer',
-      description: 'GraphiQL over the publishing schema; sign in with a writer\'s email and password at the top to run queries.',
+      description: "GraphiQL over the publishing schema; sign in with a writer's email and password at the top to run queries.",
     },
     { rel: 'webhook-inspector', href: '/inspect', title: 'Webhook inspector', description: 'Opens a new capture URL and its live page.' },
     {

@@ -17,7 +17,12 @@ const ADMIN = { name: 'page-admin', password: 'page-admin-password' };
 let server: TestServer;
 let browser: Browser | undefined;
 beforeAll(async () => {
-  server = await startServer({ ADMIN_USERNAME: ADMIN.name, ADMIN_PASSWORD: ADMIN.password, SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
+  server = await startServer({
+    ADMIN_USERNAME: ADMIN.name,
+    ADMIN_PASSWORD: ADMIN.password,
+    SUPERUSER_EMAIL: SUPERUSER.email,
+    SUPERUSER_PASSWORD: SUPERUSER.password,
+  });
   if (haveChromium) browser = await launchChromium();
 }, budget(20_000));
 afterAll(async () => {
