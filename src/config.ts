@@ -205,7 +205,7 @@ export function loadConfig(env: Env = process.env): Config {
     migrate: boolean(env, 'MIGRATE', true),
     migrationLockTimeoutMs: integer(env, 'MIGRATION_LOCK_TIMEOUT_MS', 45_000, 100, 3_600_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    serviceName: optional(env, 'SERVICE_NAME') ?? 'user-account-service',
+    serviceName: optional(env, 'SERVICE_NAME') ?? 'contract-first-server',
     accessTokenTtlSeconds: integer(env, 'ACCESS_TOKEN_TTL', 30 * 24 * 3600, 1, 365 * 24 * 3600),
     adminUsername,
     adminPassword,

@@ -9,7 +9,7 @@ describe('loadConfig', () => {
       dataDir: './data',
       migrate: true,
       logLevel: 'info',
-      serviceName: 'user-account-service',
+      serviceName: 'contract-first-server',
       accessTokenTtlSeconds: 30 * 24 * 3600,
       adminUsername: undefined,
       adminPassword: undefined,

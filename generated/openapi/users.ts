@@ -108,7 +108,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         ServiceInfo: {
-            /** @example user-account-service */
+            /** @example contract-first-server */
             name: string;
             /** @example 1.0.0 */
             version: string;
@@ -386,7 +386,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "name": "user-account-service",
+                     *       "name": "contract-first-server",
                      *       "version": "1.0.0"
                      *     }
                      */

@@ -2,7 +2,9 @@
  * The hand-written commands, whose behaviour predates the generated ones (docs/iam.md uses them):
  * user sign-in, whoami, key generation into a file, the JWT exchange, and `operation wait`.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { OperationSchema } from '../../generated/proto/cloud/common/v1/operation_pb.js';
@@ -41,6 +43,47 @@ export function readKeyFile(path: string): ServiceAccountKey {
   } catch (error) {
     throw new UsageError(`the key file ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * A key file about to be written: a private temporary file beside `output` (mode 0600) made before the
+ * server is asked, so a path that cannot be written fails first. `commit` fills it and puts it in
+ * place (without --force never over an existing file); `discard` removes it.
+ */
+function stageKeyFile(output: string, force: boolean): { commit: (text: string) => void; discard: () => void } {
+  if (!force && existsSync(output)) throw new UsageError(`${output} exists: nothing was generated (pass --force to overwrite it)`);
+  const temporary = join(dirname(output), `.${basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
+  let fd: number;
+  try {
+    fd = openSync(temporary, 'wx', 0o600);
+  } catch (error) {
+    throw new UsageError(`cannot write beside ${output}: ${error instanceof Error ? error.message : String(error)} (nothing was generated)`);
+  }
+  let open = true;
+  const close = (): void => {
+    if (open) closeSync(fd);
+    open = false;
+  };
+  return {
+    commit(text) {
+      writeSync(fd, text);
+      close();
+      if (force) renameSync(temporary, output);
+      else {
+        try {
+          linkSync(temporary, output); // EEXIST if the file appeared meanwhile: never overwritten
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw error;
+          writeFileSync(output, text, { mode: 0o600, flag: 'wx' }); // a file system without hard links
+        }
+        rmSync(temporary, { force: true });
+      }
+    },
+    discard() {
+      close();
+      rmSync(temporary, { force: true });
+    },
+  };
 }
 
 /** fetch, with a server that cannot be reached reported as UNAVAILABLE (exit 6), like a gRPC call. */
@@ -115,12 +158,36 @@ ${COMMON}`,
       session.requireCredentials();
       const output = required(values, 'output');
       const serviceAccountId = required(values, 'service-account');
-      const generated = await session
-        .sdk()
-        .client(AuthPublicKeyService)
-        .generate({ spec: { serviceAccountId, description: stringValue(values.description) ?? '' } });
+      // The private key exists only in the answer: the file must be writable before the server makes
+      // the pair, and a key whose private half could not be written is deleted again.
+      const force = values.force === true;
+      const staged = stageKeyFile(output, force);
+      let generated;
+      try {
+        generated = await session
+          .sdk()
+          .client(AuthPublicKeyService)
+          .generate({ spec: { serviceAccountId, description: stringValue(values.description) ?? '' } });
+      } catch (error) {
+        staged.discard();
+        throw error;
+      }
       const file = { id: generated.key?.metadata?.id ?? '', service_account_id: serviceAccountId, private_key: generated.privateKey };
-      writeFileSync(output, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: values.force ? 'w' : 'wx' });
+      try {
+        staged.commit(`${JSON.stringify(file, null, 2)}\n`);
+      } catch (error) {
+        staged.discard();
+        const reason = error instanceof Error ? error.message : String(error);
+        try {
+          await session.sdk().wait(await session.sdk().client(AuthPublicKeyService).delete({ id: file.id }));
+        } catch (deleteError) {
+          const why = deleteError instanceof Error ? deleteError.message : String(deleteError);
+          throw new UsageError(
+            `cannot write ${output}: ${reason}; the key ${file.id} could not be deleted either (${why}): delete it with "cfs iam auth-public-key delete ${file.id}"`,
+          );
+        }
+        throw new UsageError(`cannot write ${output}: ${reason}; the key ${file.id} was deleted again`);
+      }
       print(file.id);
       return EXIT.ok;
     },

@@ -28,12 +28,17 @@ export interface EntryPoint {
 
 export function entryPoints(options: { metricsEnabled: boolean }): EntryPoint[] {
   return [
-    { rel: 'api-reference', href: '/docs', title: 'API reference', description: 'Swagger UI over every OpenAPI contract; "Try it out" calls this server.' },
+    {
+      rel: 'api-reference',
+      href: '/docs',
+      title: 'API reference',
+      description: 'Swagger UI over every OpenAPI contract; sign in at the top, and "Try it out" calls this server with your token.',
+    },
     {
       rel: 'graphql-explorer',
       href: '/graphql',
       title: 'GraphQL explorer',
-      description: 'GraphiQL over the publishing schema; add an Authorization header to run queries.',
+      description: "GraphiQL over the publishing schema; sign in with a writer's email and password at the top to run queries.",
     },
     { rel: 'webhook-inspector', href: '/inspect', title: 'Webhook inspector', description: 'Opens a new capture URL and its live page.' },
     {
@@ -99,27 +104,98 @@ export function packageFile(name: string, file: string): string {
 }
 
 /**
+ * The sign-in form of the browser pages (`/docs`, `/graphql`): it posts the name or email and password
+ * to `POST /api/auth` (a user account) or `POST /v1/writers/login` (a publishing writer) and keeps the
+ * access token in `window.cfsSignIn.token` (memory only), which the page's own requests then send as
+ * `Authorization: Bearer …`. A served file, not an inline script (the pages' CSP is `script-src 'self'`).
+ */
+export const SIGN_IN_SCRIPT = `(function () {
+  var state = { token: '' };
+  window.cfsSignIn = state;
+  function setup() {
+    var form = document.getElementById('sign-in');
+    if (!form) return;
+    var as = form.elements.namedItem('as');
+    var login = form.elements.namedItem('login');
+    var password = form.elements.namedItem('password');
+    var status = form.querySelector('.sign-in-status');
+    function placeholder() { login.placeholder = as.value === 'writer' ? 'email' : 'name'; }
+    as.addEventListener('change', placeholder);
+    placeholder();
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var writer = as.value === 'writer';
+      var body = writer ? { email: login.value, password: password.value } : { name: login.value, password: password.value };
+      status.textContent = 'Signing in…';
+      fetch(writer ? '/v1/writers/login' : '/api/auth', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+        .then(function (response) {
+          return response.json().then(function (json) { return { ok: response.ok, status: response.status, json: json || {} }; }, function () { return { ok: false, status: response.status, json: {} }; });
+        })
+        .then(function (reply) {
+          if (!reply.ok || !reply.json.accessToken) {
+            state.token = '';
+            form.setAttribute('data-signed-in', 'false');
+            status.textContent = 'Sign-in failed (' + reply.status + ')' + (reply.json.detail || reply.json.message ? ': ' + (reply.json.detail || reply.json.message) : '');
+            return;
+          }
+          state.token = reply.json.accessToken;
+          var user = reply.json.user || {};
+          password.value = '';
+          form.setAttribute('data-signed-in', 'true');
+          status.textContent = 'Signed in as ' + (user.name || user.email || login.value) + ': this page sends Authorization: Bearer <token>.';
+        }, function (error) { status.textContent = 'Sign-in failed: ' + error.message; });
+    });
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', setup); else setup();
+})();
+`;
+
+/** The sign-in form (SIGN_IN_SCRIPT): `as` is the account kind selected first. */
+export function signInForm(as: 'user' | 'writer'): string {
+  const option = (value: string, label: string) => `<option value="${value}"${value === as ? ' selected' : ''}>${label}</option>`;
+  return `<form id="sign-in" class="sign-in" data-signed-in="false">
+<select name="as" aria-label="account">${option('user', 'User account (POST /api/auth)')}${option('writer', 'Publishing writer (POST /v1/writers/login)')}</select>
+<input name="login" required aria-label="name or email" autocomplete="username">
+<input name="password" type="password" required aria-label="password" placeholder="password" autocomplete="current-password">
+<button type="submit">Sign in</button>
+<span class="sign-in-status" role="status">Not signed in.</span>
+</form>`;
+}
+
+/** The form's look, shared by both pages (an inline style allowed by hash on the explorer, docs.css on /docs). */
+export const SIGN_IN_STYLE =
+  '.sign-in{display:flex;flex-wrap:wrap;gap:6px;align-items:center;font:14px system-ui,sans-serif;padding:6px 12px;background:#f4f4f4;border-bottom:1px solid #ddd}.sign-in input{width:11rem}.sign-in-status{color:#555}';
+
+/**
  * GraphiQL, started on the schema the server serves as SDL (no introspection call, so the page loads
  * without a token and without an error); the queries the user runs go to `/graphql` with the headers
- * the user types in the Headers tab.
+ * the user types in the Headers tab, and the token of the sign-in form above it unless those name
+ * an Authorization header themselves.
  */
 export const EXPLORER_SCRIPT = `(function () {
   var root = ReactDOM.createRoot(document.getElementById('graphiql'));
+  var base = GraphiQL.createFetcher({ url: window.location.origin + '/graphql' });
+  function fetcher(params, options) {
+    var headers = Object.assign({}, options && options.headers);
+    var named = Object.keys(headers).some(function (name) { return name.toLowerCase() === 'authorization'; });
+    if (!named && window.cfsSignIn && window.cfsSignIn.token) headers.Authorization = 'Bearer ' + window.cfsSignIn.token;
+    return base(params, Object.assign({}, options, { headers: headers }));
+  }
   fetch('/graphql/schema.graphql')
     .then(function (response) { return response.text(); })
     .then(function (sdl) {
       root.render(React.createElement(GraphiQL, {
-        fetcher: GraphiQL.createFetcher({ url: window.location.origin + '/graphql' }),
+        fetcher: fetcher,
         schema: GraphiQL.GraphQL.buildSchema(sdl),
         defaultEditorToolsVisibility: 'headers',
         shouldPersistHeaders: false,
-        defaultQuery: '# The publishing API answers signed-in callers: sign in (POST /v1/writers/login) and put\\n# {"Authorization": "Bearer <accessToken>"} in the Headers tab below.\\n{\\n  topics {\\n    items { _id title }\\n  }\\n}\\n'
+        defaultQuery: '# Sign in above as a writer, then\\n# run this query (Ctrl-Enter).\\n{\\n  topics {\\n    items { _id title }\\n  }\\n}\\n'
       }));
     });
 })();
 `;
 
-const EXPLORER_STYLE = 'html,body,#graphiql{height:100%;margin:0}';
+const EXPLORER_STYLE = `html,body{height:100%;margin:0}body{display:flex;flex-direction:column}#graphiql{flex:1;min-height:0}${SIGN_IN_STYLE}`;
 
 /** The explorer page; its only inline block is a style, allowed by hash. */
 export function explorerPage(): { html: string; csp: string } {
@@ -132,7 +208,9 @@ export function explorerPage(): { html: string; csp: string } {
 <style>${EXPLORER_STYLE}</style>
 </head>
 <body>
+${signInForm('writer')}
 <div id="graphiql">Loading the GraphQL explorer…</div>
+<script src="${EXPLORER_ASSETS_PATH}sign-in.js"></script>
 <script src="${EXPLORER_ASSETS_PATH}react.production.min.js"></script>
 <script src="${EXPLORER_ASSETS_PATH}react-dom.production.min.js"></script>
 <script src="${EXPLORER_ASSETS_PATH}graphiql.min.js"></script>

@@ -22,7 +22,7 @@ function decode(part: string | undefined): Record<string, unknown> {
 test('GET /api names the service and the interface version, without credentials', async () => {
   const response = await call(server, 'GET', '/api');
   expect(response.status).toBe(200);
-  expect(response.body).toEqual({ name: 'user-account-service', version: '1.0.0' });
+  expect(response.body).toEqual({ name: 'contract-first-server', version: '1.0.0' });
 });
 
 describe('POST /api/auth', () => {

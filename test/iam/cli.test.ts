@@ -68,8 +68,8 @@ test(
     expect(statSync(join(dir, 'key.json')).mode & 0o777).toBe(0o600);
     expect(generated.stdout).not.toContain('PRIVATE');
     const again = await cfs(['iam', 'key', 'generate', '--service-account', accountId, '--output', 'key.json'], { CFS_TOKEN: admin });
-    expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/EEXIST|exists/);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/key\.json exists: nothing was generated \(pass --force to overwrite it\)/);
     expect(JSON.parse(readFileSync(join(dir, 'key.json'), 'utf8')).private_key).toBe(keyFile.private_key);
 
     const overGrpc = await cfs(['iam', 'exchange', '--key', 'key.json']);

@@ -1,11 +1,11 @@
 /**
  * docs/cloud-api.md's client program and operator session, run as written against a live server.
  * The program's package imports are pointed at this checkout's sources (the contracts package is
- * built from them), and `npx cfs` at bin/cfs.js (what npx runs in a checkout, without npx's start-up).
+ * built from them); the operator session runs from the checkout, as the page says (`node bin/cfs.js`).
  */
 import { jest } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, type TestServer } from '../support/app.js';
 import { budget } from '../support/budget.js';
@@ -73,12 +73,17 @@ test("the client team's program creates, waits and lists with the SDK layer", as
 });
 
 test("the operator's cfs session runs as written", async () => {
-  const bin = join(dir, 'bin');
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'npx'), `#!/bin/sh\n[ "$1" = cfs ] || exit 127\nshift\nexec "${process.execPath}" "${join(ROOT, 'bin/cfs.js')}" "$@"\n`);
-  chmodSync(join(bin, 'npx'), 0o755);
-  const session = block("## cfs, the operator's command line", 'sh').replaceAll('http://localhost:8080', server?.url ?? '');
-  const result = await run('bash', ['-euo', 'pipefail', '-c', session], { PATH: `${bin}:${process.env.PATH ?? ''}` });
+  // From the checkout, as the page says, with what its first block defines (the base URL, a scratch
+  // directory, a run id).
+  const session = `SCRATCH=$(mktemp -d); RUN=$(date +%s)\n${block("## cfs, the operator's command line", 'sh')}`;
+  const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      'bash',
+      ['-euo', 'pipefail', '-c', session],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: dir, TMPDIR: dir, CFS_SERVER: server?.url ?? '' } },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
+    );
+  });
   expect(result.stderr).toMatch(/NOT_FOUND/);
   expect(result).toMatchObject({ code: 0 });
   expect(result.stdout).toMatch(/\*\s+shop\s+http:\S+\s+key file \S+shop-key\.json\s+project-/);

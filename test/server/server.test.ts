@@ -54,7 +54,7 @@ test('REST is served over cleartext HTTP/2 (prior knowledge) on the same port', 
       stream.on('error', reject);
     });
     expect(result.status).toBe(200);
-    expect(JSON.parse(result.body)).toEqual({ name: 'user-account-service', version: '1.0.0' });
+    expect(JSON.parse(result.body)).toEqual({ name: 'contract-first-server', version: '1.0.0' });
     expect(result.requestId).toMatch(/^[0-9a-f-]{36}$/);
   } finally {
     session.close();
@@ -81,7 +81,7 @@ test.each([
   ['gRPC-Web over HTTP/1.1', () => createGrpcWebTransport({ baseUrl: server.url, httpVersion: '1.1' })],
 ])('RPC services answer %s on the same port', async (_name, transport) => {
   const client = createClient(ServerInfoService, transport());
-  await expect(client.getServerInfo({})).resolves.toMatchObject({ name: 'user-account-service', version: '1.0.0' });
+  await expect(client.getServerInfo({})).resolves.toMatchObject({ name: 'contract-first-server', version: '1.0.0' });
 });
 
 test(

@@ -72,7 +72,7 @@ test('with TLS_CERT and TLS_KEY, an HTTP/1.1-only client is served REST over HTT
   });
   expect(status).toBe(200);
   expect(alpn).toBe('http/1.1');
-  expect(JSON.parse(body)).toEqual({ name: 'user-account-service', version: '1.0.0' });
+  expect(JSON.parse(body)).toEqual({ name: 'contract-first-server', version: '1.0.0' });
 });
 
 test('with TLS, REST answers over HTTP/2 negotiated by ALPN', async () => {

@@ -7,7 +7,7 @@ import { loadContractDocuments } from '../../http/contract-documents.js';
 import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
 import type { ServerModule } from '../../server/module.js';
 import { reflectionServices } from '../../handlers/grpc-reflection.js';
-import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, entryPoints, landingPage, packageFile } from '../../handlers/browser-pages.js';
+import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, SIGN_IN_SCRIPT, SIGN_IN_STYLE, entryPoints, landingPage, packageFile, signInForm } from '../../handlers/browser-pages.js';
 
 /**
  * No inline script, nothing from another origin: the reference page runs on assets served here. The one
@@ -141,11 +141,18 @@ export function contractsModule(options: { serviceName: string; metricsEnabled: 
   set(
     '/docs/assets/docs.js',
     resource(
-      `window.addEventListener('load', function () {\n  window.ui = SwaggerUIBundle({\n    urls: ${JSON.stringify(urls)},\n    'urls.primaryName': ${JSON.stringify(urls[0]?.name ?? '')},\n    dom_id: '#swagger-ui',\n    deepLinking: true,\n    validatorUrl: null,\n    // "Try it out" calls the server that serves this page, whatever the documents' servers say.\n    requestInterceptor: function (request) {\n      var url = new URL(request.url, window.location.href);\n      request.url = window.location.origin + url.pathname + url.search;\n      return request;\n    },\n    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],\n    layout: 'StandaloneLayout'\n  });\n});\n`,
+      `window.addEventListener('load', function () {\n  window.ui = SwaggerUIBundle({\n    urls: ${JSON.stringify(urls)},\n    'urls.primaryName': ${JSON.stringify(urls[0]?.name ?? '')},\n    dom_id: '#swagger-ui',\n    deepLinking: true,\n    validatorUrl: null,\n    // "Try it out" calls the server that serves this page, whatever the documents' servers say.\n    // and with the token of the sign-in form (sign-in.js) unless Authorize set a header itself.\n    requestInterceptor: function (request) {\n      var url = new URL(request.url, window.location.href);\n      request.url = window.location.origin + url.pathname + url.search;\n      var headers = request.headers || (request.headers = {});\n      var named = Object.keys(headers).some(function (name) { return name.toLowerCase() === 'authorization'; });\n      if (!named && window.cfsSignIn && window.cfsSignIn.token) headers.Authorization = 'Bearer ' + window.cfsSignIn.token;\n      return request;\n    },\n    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],\n    layout: 'StandaloneLayout'\n  });\n});\n`,
       'text/javascript; charset=utf-8',
     ),
   );
-  set('/docs/assets/docs.css', resource('.contracts-nav { font: 14px sans-serif; padding: 8px 16px; background: #f4f4f4; border-bottom: 1px solid #ddd; }\n.contracts-nav a { margin-right: 12px; }\n', 'text/css; charset=utf-8'));
+  set(
+    '/docs/assets/docs.css',
+    resource(
+      `.contracts-nav { font: 14px sans-serif; padding: 8px 16px; background: #f4f4f4; border-bottom: 1px solid #ddd; }\n.contracts-nav a { margin-right: 12px; }\n${SIGN_IN_STYLE}\n`,
+      'text/css; charset=utf-8',
+    ),
+  );
+  set('/docs/assets/sign-in.js', resource(SIGN_IN_SCRIPT, 'text/javascript; charset=utf-8'));
   const links = [
     ...documents.flatMap((document) => [`<a href="${document.yaml}">${escapeHtml(document.name)}.yaml</a>`, `<a href="${document.json}">${escapeHtml(document.name)}.json</a>`]),
     ...schemas.map((file) => `<a href="/graphql/${escapeHtml(file)}">${escapeHtml(file)} (GraphQL SDL)</a>`),
@@ -161,7 +168,9 @@ export function contractsModule(options: { serviceName: string; metricsEnabled: 
 </head>
 <body>
 <nav class="contracts-nav">Contracts: ${links.join(' ')} · gRPC: server reflection (<code>buf curl --list-methods</code>)</nav>
+${signInForm('user')}
 <div id="swagger-ui"></div>
+<script src="/docs/assets/sign-in.js"></script>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
 <script src="/docs/assets/docs.js"></script>
@@ -174,6 +183,7 @@ export function contractsModule(options: { serviceName: string; metricsEnabled: 
     resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => resource(readFileSync(packageFile(pkg, inPackage)), type)));
   }
   set(`${EXPLORER_ASSETS_PATH}explorer.js`, resource(EXPLORER_SCRIPT, 'text/javascript; charset=utf-8'));
+  set(`${EXPLORER_ASSETS_PATH}sign-in.js`, resource(SIGN_IN_SCRIPT, 'text/javascript; charset=utf-8'));
 
   const entries = entryPoints(options);
   const landing = landingPage(options.serviceName, entries);
