@@ -150,21 +150,23 @@ describe('the changelog of a scratch copy of contracts/', () => {
     expect(changelog.requiredBump).toBe('major');
   }, budget(30_000));
 
-  it('classifies what other changes bring: a proto filter field (additive), OpenAPI links and descriptions (documentation-only), a GraphQL enum value (dangerous)', () => {
-    edit('proto/cloud/common/v1/operation_service.proto', (text) => text.replace('  string page_token = 3;\n}', '  string page_token = 3;\n  // An AIP-160 filter.\n  string filter = 4;\n}'));
+  it('classifies what other changes bring: a proto request field (additive), OpenAPI links and descriptions (documentation-only), a GraphQL enum value (dangerous)', () => {
+    edit('proto/cloud/common/v1/operation_service.proto', (text) =>
+      text.replace(/(message ListOperationsRequest \{[^}]*?)\n\}/, '$1\n  // The order of the list.\n  string order_by = 15;\n}'),
+    );
     editYaml('openapi/users.yaml', (doc) => {
       const created = doc.paths['/api/users']!.post!.responses['200']!;
-      created.links = { GetUserById: { operationId: 'getUser', parameters: { id: '$response.body#/id' } } };
+      created.links = { ...created.links, ChangelogTestLink: { operationId: 'getUser', parameters: { id: '$response.body#/id' } } };
       created.description = 'The user, as created.';
     });
     edit('graphql/publishing.graphql', (text) => text.replace('enum Role {\n  superuser', 'enum Role {\n  owner\n  superuser'));
     const changelog = changelogOf();
     expect(only(changelog, { kind: 'proto' })).toMatchObject({
       severity: 'additive',
-      subject: 'cloud.common.v1.ListOperationsRequest.filter',
-      change: 'the field filter (4, string) was added',
+      subject: 'cloud.common.v1.ListOperationsRequest.order_by',
+      change: 'the field order_by (15, string) was added',
     });
-    expect(only(changelog, { kind: 'openapi', matching: /link/ })).toMatchObject({ severity: 'documentation', subject: 'POST /api/users, the 200 response', change: 'the link "GetUserById" was added' });
+    expect(only(changelog, { kind: 'openapi', matching: /link/ })).toMatchObject({ severity: 'documentation', subject: 'POST /api/users, the 200 response', change: 'the link "ChangelogTestLink" was added' });
     expect(only(changelog, { kind: 'openapi', matching: /description/ })).toMatchObject({ severity: 'documentation', subject: 'POST /api/users, the 200 response', change: 'the description changed' });
     expect(only(changelog, { kind: 'graphql' })).toMatchObject({ severity: 'dangerous', subject: 'Role', change: 'owner was added to enum type Role' });
     expect(changelog.counts).toEqual({ breaking: 0, dangerous: 1, additive: 1, documentation: 2 });

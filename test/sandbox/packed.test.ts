@@ -224,7 +224,7 @@ describe('the packed sandbox', () => {
     expect((await rest('GET', `/inspect/${seeded.routeId}`, { headers: { accept: 'application/json' } })).body.items).toHaveLength(2);
     expect(await rest('GET', '/api', { headers: { prefer: 'example=default' } })).toMatchObject({
       status: 200,
-      body: { name: 'user-account-service', version: '1.0.0' },
+      body: { name: 'contract-first-server', version: '1.0.0' },
     });
     const dynamic = await rest('GET', '/v1/topics', { headers: { prefer: 'dynamic=true' } });
     expect(dynamic.status).toBe(200);

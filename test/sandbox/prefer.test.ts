@@ -54,8 +54,8 @@ describe('Prefer (Prism spelling) on REST operations', () => {
 
   test('the static answer is the documented example, and `example=default` names it', () => {
     const { operation } = operations.find((entry) => entry.operation.operationId === 'getServiceInfo')!;
-    expect(preferredReply(operation, { code: '200' }).body).toEqual({ name: 'user-account-service', version: '1.0.0' });
-    expect(preferredReply(operation, { example: 'default' }).body).toEqual({ name: 'user-account-service', version: '1.0.0' });
+    expect(preferredReply(operation, { code: '200' }).body).toEqual({ name: 'contract-first-server', version: '1.0.0' });
+    expect(preferredReply(operation, { example: 'default' }).body).toEqual({ name: 'contract-first-server', version: '1.0.0' });
     expect(preferredReply(operation, { code: '200' }).headers?.['preference-applied']).toBe('code=200');
   });
 
