@@ -277,6 +277,7 @@ const TABLES: Table[] = [
     vary: () => ({
       id: `md5('scale-user-' || i)::uuid`,
       name: `'scale-user-' || lpad(i::text, 8, '0')`,
+      name_folded: `'scale-user-' || lpad(i::text, 8, '0')`,
       created_at: `tpl.created_at - i * interval '1 second'`,
       updated_at: `tpl.created_at - i * interval '1 second'`,
     }),

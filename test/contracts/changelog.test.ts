@@ -156,7 +156,7 @@ describe('the changelog of a scratch copy of contracts/', () => {
     );
     editYaml('openapi/users.yaml', (doc) => {
       const created = doc.paths['/api/users']!.post!.responses['200']!;
-      created.links = { ...created.links, ChangelogTestLink: { operationId: 'getUser', parameters: { id: '$response.body#/id' } } };
+      created.links = { ...(created.links as Record<string, unknown> | undefined), ChangelogTestLink: { operationId: 'getUser', parameters: { id: '$response.body#/id' } } };
       created.description = 'The user, as created.';
     });
     edit('graphql/publishing.graphql', (text) => text.replace('enum Role {\n  superuser', 'enum Role {\n  owner\n  superuser'));

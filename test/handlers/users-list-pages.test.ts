@@ -1,3 +1,4 @@
+import { foldUserName } from '../../src/auth/user-name.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { bootstrapAdmin, call, createAccount, DEFAULT_SETTINGS, type Account } from './users-fixtures.js';
 
@@ -60,6 +61,7 @@ async function insertUsersAtOnce(prefix: string, count: number): Promise<void> {
   const template = await server.app.db.knex('users').where({ id: plain.id }).first();
   const rows = Array.from({ length: count }, (_, index) => ({
     name: `${prefix}-${index}`,
+    name_folded: foldUserName(`${prefix}-${index}`),
     password_hash: template.password_hash,
     is_admin: false,
     onboarding_done: false,
@@ -151,6 +153,7 @@ describe('GET /api/users pages', () => {
     await server.app.db.knex('users').insert(
       Array.from({ length: 8 }, (_, index) => ({
         name: `pictured-${index}`,
+        name_folded: `pictured-${index}`,
         password_hash: template.password_hash,
         profile_picture: picture,
         settings: JSON.stringify(DEFAULT_SETTINGS),

@@ -1,0 +1,12 @@
+import { readFileSync } from 'node:fs';
+const t0 = performance.now();
+const { PGlite } = await import('@electric-sql/pglite');
+const t1 = performance.now();
+const blob = new Blob([readFileSync('/work/main/dist/pglite-template.tar.gz')]);
+const db = await PGlite.create({ dataDir: 'memory://', loadDataDir: blob });
+const t2 = performance.now();
+await db.query('select 1');
+const t3 = performance.now();
+const db2 = await PGlite.create({ dataDir: 'memory://', loadDataDir: blob });
+const t4 = performance.now();
+console.log({ import: t1 - t0, loadTemplate: t2 - t1, firstQuery: t3 - t2, secondInstance: t4 - t3, cpu: process.cpuUsage() });
