@@ -12,7 +12,6 @@ import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import {
   create,
-  createFileRegistry,
   fromBinary,
   getOption,
   hasOption,
@@ -23,7 +22,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from '@bufbuild/protobuf';
-import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
+import { FileDescriptorProtoSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
 import { api_service_name } from '../generated/proto/cloud/annotations_pb.js';
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
@@ -35,6 +34,7 @@ import { ConnectTestClient, GrpcCallError, GrpcTestClient, expectGrpcError, type
 import { errorProblems, responseProblems } from '../test/contract/grpc-checks.js';
 import { NO_ERROR_CASES, RPC_CASES, type ReflectionRequest, type RpcContext } from '../test/contract/grpc-cases.js';
 import { startLiveServer } from './contract-server.js';
+import { reflectedRegistry } from './support/reflected-registry.js';
 
 const ADMIN = { name: 'grpc-client-contract-admin', password: 'grpc-client-contract-password' };
 const READER = { name: 'grpc-client-contract-reader', password: 'grpc-client-contract-reader-pw' };
@@ -97,21 +97,7 @@ async function discover(client: grpc.Client): Promise<{ services: DescService[];
       files.set(file.name, file);
     }
   }
-  // Reflection answers a file before its dependencies; a FileDescriptorSet needs them first.
-  const ordered: FileDescriptorProto[] = [];
-  const placed = new Set<string>();
-  const place = (file: FileDescriptorProto) => {
-    if (placed.has(file.name)) return;
-    placed.add(file.name);
-    for (const dependency of file.dependency) {
-      const found = files.get(dependency);
-      if (!found) throw new Error(`reflection did not send ${dependency}, imported by ${file.name}`);
-      place(found);
-    }
-    ordered.push(file);
-  };
-  for (const file of files.values()) place(file);
-  const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: ordered }));
+  const registry = reflectedRegistry(files);
   const services = names.map((name) => {
     const service = registry.getService(name);
     if (!service) throw new Error(`reflection lists ${name} but describes no such service`);

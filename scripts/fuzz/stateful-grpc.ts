@@ -20,7 +20,6 @@ import { generateKeyPairSync } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import {
   create,
-  createFileRegistry,
   fromBinary,
   fromJson,
   getOption,
@@ -36,13 +35,14 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from '@bufbuild/protobuf';
-import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
+import { FileDescriptorProtoSchema, type FileDescriptorProto } from '@bufbuild/protobuf/wkt';
 import { api_service_name } from '../../generated/proto/cloud/annotations_pb.js';
 import * as reflection from '../../generated/proto/grpc/reflection/v1/reflection_pb.js';
 import { signServiceAccountJwt } from '../../src/engines/service-account-jwt/index.js';
 import { errorProblems, responseProblems, type StatusName } from '../../test/contract/grpc-checks.js';
 import { GrpcCallError, GrpcTestClient } from '../../test/support/grpc.js';
 import { STATEFUL_SERVER_ENV } from './models.js';
+import { reflectedRegistry } from '../support/reflected-registry.js';
 
 export interface StatefulGrpcOptions {
   url: string;
@@ -95,21 +95,7 @@ async function discover(client: grpc.Client): Promise<{ services: DescService[];
       files.set(file.name, file);
     }
   }
-  // A FileDescriptorSet lists dependencies first.
-  const ordered: FileDescriptorProto[] = [];
-  const placed = new Set<string>();
-  const place = (file: FileDescriptorProto): void => {
-    if (placed.has(file.name)) return;
-    placed.add(file.name);
-    for (const dependency of file.dependency) {
-      const found = files.get(dependency);
-      if (!found) throw new Error(`reflection did not send ${dependency}, imported by ${file.name}`);
-      place(found);
-    }
-    ordered.push(file);
-  };
-  for (const file of files.values()) place(file);
-  const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: ordered }));
+  const registry = reflectedRegistry(files);
   return { services: names.map((name) => registry.getService(name)).filter((service): service is DescService => service !== undefined), registry };
 }
 
