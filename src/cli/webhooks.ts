@@ -17,11 +17,11 @@
  */
 import type { components } from '../../generated/openapi/webhooks.js';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isReplayedHeader, replayUrl } from '../engines/webhook-capture/index.js';
 
@@ -256,6 +256,7 @@ class Checkpoint {
 
   /** The sequence number delivered last, or undefined: none yet (or an unreadable file, reported). */
   read(): number | undefined {
+    this.sweepAbandonedWrites();
     let text: string;
     try {
       text = readFileSync(this.file, 'utf8');
@@ -280,6 +281,36 @@ class Checkpoint {
     mkdirSync(join(this.file, '..'), { recursive: true, mode: 0o700 });
     writeFileSync(temporary, `${body}\n`, { mode: 0o600 });
     renameSync(temporary, this.file);
+  }
+
+  /** Removes `<file>.<pid>.tmp` left by a listener killed between its write and its rename (the pid has exited). */
+  private sweepAbandonedWrites(): void {
+    const dir = dirname(this.file);
+    const prefix = `${basename(this.file)}.`;
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const pid = Number(/^(\d+)\.tmp$/.exec(name.startsWith(prefix) ? name.slice(prefix.length) : '')?.[1]);
+      if (!Number.isSafeInteger(pid) || pid === process.pid || processIsAlive(pid)) continue;
+      try {
+        unlinkSync(join(dir, name));
+      } catch {
+        // another listener removed it first
+      }
+    }
+  }
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { jest } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -101,6 +101,9 @@ test('a listener SIGKILLed mid-stream and started again forwards every capture, 
   })();
   await until(() => received.length >= 15);
   await kill(first.child);
+  // A write the kill cut between file and rename leaves `<checkpoint>.<pid>.tmp`: the next listener removes it.
+  const checkpoint = readdirSync(join(stateDir, 'cfs/webhooks')).find((name) => name.endsWith('.json'));
+  writeFileSync(join(stateDir, 'cfs/webhooks', `${checkpoint}.${first.child.pid}.tmp`), '{"cursor":');
   await startListener(created.url).then(async (second) => {
     expect(second.stderr()).toMatch(/resuming after \d+/);
     await until(() => received.length >= 30);
