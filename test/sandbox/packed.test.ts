@@ -49,8 +49,15 @@ let server: ChildProcess | undefined;
 let seeded: Seeded;
 let readyLine = '';
 
-/** The child's environment: PATH and HOME only (no DATABASE_URL, no profile of this machine). */
+/**
+ * How this machine reaches the npm registry (a proxy, its CA): a client team's shell has it too. Without it
+ * npm run by another Node than the machine's own (CI's Node 24) misses the global npmrc's cafile.
+ */
+const REGISTRY_ACCESS = /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|no_proxy|npm_config_(registry|cafile|proxy|https_proxy|strict_ssl))$/i;
+
+/** The child's environment: PATH, HOME and registry access only (no DATABASE_URL, no profile of this machine). */
 const cleanEnv = () => ({
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => REGISTRY_ACCESS.test(name))),
   PATH: process.env.PATH ?? '',
   HOME: process.env.HOME ?? '',
   SANDBOX_CACHE_DIR: cacheDir,
