@@ -32,11 +32,7 @@ export function rpcService<T extends DescService>(
  * Registers the services on a Connect router; `interceptors` run first, around every service's own; `readMaxBytes` is RPC_MAX_MESSAGE_BYTES.
  * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts) and refuses Connect JSON requests with numbers JSON.parse would not keep (rpc-json-numbers.ts).
  */
-export function rpcRoutes(
-  services: readonly RpcService[],
-  interceptors: readonly Interceptor[],
-  readMaxBytes: number,
-): (router: ConnectRouter) => void {
+export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[], readMaxBytes: number): (router: ConnectRouter) => void {
   return (router) => {
     for (const entry of services) {
       const before = router.handlers.length;

@@ -43,7 +43,8 @@ function headersWithinRequestTimeout({ headersTimeoutMs, requestTimeoutMs }: Con
 
 /** Only the peers TRUST_PROXY names may send PROXY protocol headers; without it nobody could. */
 function proxyProtocolNeedsTrustProxy(config: Config): void {
-  if (config.proxyProtocol && !config.trustProxy) throw new ConfigError('PROXY_PROTOCOL=true needs TRUST_PROXY: it names the peers allowed to send PROXY headers');
+  if (config.proxyProtocol && !config.trustProxy)
+    throw new ConfigError('PROXY_PROTOCOL=true needs TRUST_PROXY: it names the peers allowed to send PROXY headers');
 }
 
 /** Every rule between settings, in the order they are checked. */

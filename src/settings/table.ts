@@ -80,21 +80,21 @@ export const SETTINGS = {
     family: 'store',
     kind: postgresUrl(),
     default: undefined,
-    doc: '`postgres://…`; unset = embedded PGlite in `DATA_DIR`',
+    doc: 'the PostgreSQL database; unset = embedded PGlite in `DATA_DIR`',
   }),
   dataDir: setting({
     env: 'DATA_DIR',
     family: 'store',
     kind: text('a directory'),
     default: './data',
-    doc: 'PGlite data directory; created 0700 (an existing one is tightened) and locked to one process (docs/architecture.md, Start-up); a new one is loaded from the build\'s migrated template ([First start](#first-start))',
+    doc: "PGlite data directory; created 0700 (an existing one is tightened) and locked to one process (docs/architecture.md, Start-up); a new one is loaded from the build's migrated template ([First start](#first-start))",
   }),
   pgliteSharedBuffersMb: setting({
     env: 'PGLITE_SHARED_BUFFERS_MB',
     family: 'store',
     kind: integer(1, 4096),
     default: 16,
-    doc: 'PGlite: PostgreSQL\'s `shared_buffers`, MB (resident in the process); raise it for a large embedded database (docs/operations.md, Memory)',
+    doc: "PGlite: PostgreSQL's `shared_buffers`, MB (resident in the process); raise it for a large embedded database (docs/operations.md, Memory)",
   }),
   workers: setting({
     env: 'WORKERS',
@@ -182,7 +182,7 @@ export const SETTINGS = {
     kind: integer(0, 600_000),
     // 0: a single process has nothing routing to it that must learn first (docs/operations.md, Shutdown).
     default: 0,
-    doc: 'after SIGTERM/SIGINT, `/readyz` is 503 at once and the server keeps serving this long before it drains, so balancers stop routing to it first; 0 for a single process, at least the balancer\'s time to take a replica out behind one ([docs/operations.md](docs/operations.md), Shutdown)',
+    doc: "after SIGTERM/SIGINT, `/readyz` is 503 at once and the server keeps serving this long before it drains, so balancers stop routing to it first; 0 for a single process, at least the balancer's time to take a replica out behind one ([docs/operations.md](docs/operations.md), Shutdown)",
   }),
   shutdownGraceMs: setting({
     env: 'SHUTDOWN_GRACE_MS',
@@ -226,7 +226,7 @@ export const SETTINGS = {
     kind: trustedProxies(),
     default: undefined,
     note: 'none',
-    doc: 'proxies whose word about the client is believed (`1` = the peer is a proxy; `false` = none). The client address (limits, captures\' `remoteAddress`, logs) is then found by walking `X-Forwarded-For`/`Forwarded` from the right; `X-Forwarded-Proto`/`-Host` are believed only from them (docs/hardening.md, Behind a proxy or load balancer)',
+    doc: "proxies whose word about the client is believed (`1` = the peer is a proxy; `false` = none). The client address (limits, captures' `remoteAddress`, logs) is then found by walking `X-Forwarded-For`/`Forwarded` from the right; `X-Forwarded-Proto`/`-Host` are believed only from them (docs/hardening.md, Behind a proxy or load balancer)",
   }),
   proxyProtocol: setting({
     env: 'PROXY_PROTOCOL',
