@@ -104,54 +104,51 @@ export function text(allowed: string): Kind<string> {
   return { parse: (raw) => raw, allowed, show: code };
 }
 
-/** A `postgres://` or `postgresql://` connection URL. */
-export function postgresUrl(): Kind<string> {
+/** Text of a given shape; `problem` says what is wrong after the variable's name; `normalise` makes the value compared. */
+function matching(shape: RegExp, allowed: string, problem: (raw: string) => string, normalise = (raw: string) => raw): Kind<string> {
   return {
     parse(raw, name) {
-      if (!/^postgres(ql)?:\/\//.test(raw)) throw new ConfigError(`${name} must be a postgres:// URL`);
-      return raw;
+      if (!shape.test(raw)) throw new ConfigError(`${name} ${problem(raw)}`);
+      return normalise(raw);
     },
-    allowed: '`postgres://…`',
+    allowed,
     show: code,
   };
+}
+
+/** A `postgres://` or `postgresql://` connection URL. */
+export function postgresUrl(): Kind<string> {
+  return matching(/^postgres(ql)?:\/\//, '`postgres://…`', () => 'must be a postgres:// URL');
 }
 
 /** An `http(s)://` base URL; trailing slashes are dropped. */
 export function httpUrl(): Kind<string> {
-  return {
-    parse(raw, name) {
-      if (!/^https?:\/\/[^/\s]+(\/[^\s]*)?$/.test(raw)) throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-      return raw.replace(/\/+$/, '');
-    },
-    allowed: '`http(s)://…`',
-    show: code,
-  };
+  return matching(
+    /^https?:\/\/[^/\s]+(\/[^\s]*)?$/,
+    '`http(s)://…`',
+    (raw) => `must be an http(s) URL, got "${raw}"`,
+    (raw) => raw.replace(/\/+$/, ''),
+  );
 }
 
 /** A DNS name, compared lowercase. */
 export function dnsName(): Kind<string> {
-  return {
-    parse(raw, name) {
-      if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(raw)) {
-        throw new ConfigError(`${name} must be a DNS name (e.g. api.example.com), got "${raw}"`);
-      }
-      return raw.toLowerCase();
-    },
-    allowed: 'a DNS name',
-    show: code,
-  };
+  return matching(
+    /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i,
+    'a DNS name',
+    (raw) => `must be a DNS name (e.g. api.example.com), got "${raw}"`,
+    (raw) => raw.toLowerCase(),
+  );
 }
 
 /** An email address (the loose shape: something@something.tld). */
 export function email(): Kind<string> {
-  return {
-    parse(raw, name) {
-      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(raw)) throw new ConfigError(`${name} must be an email address, got "${raw}"`);
-      return raw;
-    },
-    allowed: 'an email address',
-    show: code,
-  };
+  return matching(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, 'an email address', (raw) => `must be an email address, got "${raw}"`);
+}
+
+/** A bearer token: at least 16 printable ASCII characters, no spaces. */
+export function bearerToken(): Kind<string> {
+  return matching(/^[\x21-\x7e]{16,}$/, 'at least 16 printable characters, no spaces', () => 'must be at least 16 printable characters without spaces');
 }
 
 /** A password the accounts' own rule accepts (auth/password-rule.ts). */
@@ -162,18 +159,6 @@ export function password(): Kind<string> {
       return raw;
     },
     allowed: `at least ${MIN_PASSWORD_LENGTH} characters`,
-    show: code,
-  };
-}
-
-/** A bearer token: at least 16 printable ASCII characters, no spaces. */
-export function bearerToken(): Kind<string> {
-  return {
-    parse(raw, name) {
-      if (!/^[\x21-\x7e]{16,}$/.test(raw)) throw new ConfigError(`${name} must be at least 16 printable characters without spaces`);
-      return raw;
-    },
-    allowed: 'at least 16 printable characters, no spaces',
     show: code,
   };
 }
