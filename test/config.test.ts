@@ -114,6 +114,60 @@ describe('loadConfig', () => {
     });
   });
 
+  // The messages operators see (and scripts may match), word for word as before the settings table.
+  const messages: Array<[string, { given: Record<string, string>; want: string }]> = [
+    ['a PORT that is not a number', { given: { PORT: 'http' }, want: 'PORT must be a whole number, got "http"' }],
+    ['a PORT above 65535', { given: { PORT: '70000' }, want: 'PORT must be between 0 and 65535, got 70000' }],
+    ['an unknown LOG_LEVEL', { given: { LOG_LEVEL: 'loud' }, want: 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"' }],
+    ['a MIGRATE that is not a boolean', { given: { MIGRATE: 'yes' }, want: 'MIGRATE must be true or false, got "yes"' }],
+    [
+      'an OPERATION_RETENTION in weeks',
+      { given: { OPERATION_RETENTION: '2w' }, want: 'OPERATION_RETENTION must be seconds or a number with s, m, h or d (e.g. 7d), got "2w"' },
+    ],
+    ['a zero IAM_TOKEN_TTL', { given: { IAM_TOKEN_TTL: '0h' }, want: 'IAM_TOKEN_TTL must be between 1s and 3650d, got "0h"' }],
+    ['ADMIN_USERNAME alone', { given: { ADMIN_USERNAME: 'root' }, want: 'ADMIN_USERNAME and ADMIN_PASSWORD must be set together' }],
+    ['a short ADMIN_PASSWORD', { given: { ADMIN_USERNAME: 'root', ADMIN_PASSWORD: 'short' }, want: 'ADMIN_PASSWORD must be at least 8 characters' }],
+    [
+      'a SUPERUSER_EMAIL that is no address',
+      { given: { SUPERUSER_EMAIL: 'root', SUPERUSER_PASSWORD: 'long-enough' }, want: 'SUPERUSER_EMAIL must be an email address, got "root"' },
+    ],
+    ['a DATABASE_URL of another database', { given: { DATABASE_URL: 'mysql://a/b' }, want: 'DATABASE_URL must be a postgres:// URL' }],
+    [
+      'a MAX_CONNECTION_AGE_MS under a second',
+      { given: { MAX_CONNECTION_AGE_MS: '500' }, want: 'MAX_CONNECTION_AGE_MS must be 0 (off) or at least 1000, got 500' },
+    ],
+    [
+      'a HEADERS_TIMEOUT_MS above REQUEST_TIMEOUT_MS',
+      { given: { HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, want: 'HEADERS_TIMEOUT_MS (5000) must not exceed REQUEST_TIMEOUT_MS (1000)' },
+    ],
+    ['a short METRICS_TOKEN', { given: { METRICS_TOKEN: 'short' }, want: 'METRICS_TOKEN must be at least 16 printable characters without spaces' }],
+    ['a WEBHOOK_PUBLIC_URL over ftp', { given: { WEBHOOK_PUBLIC_URL: 'ftp://x' }, want: 'WEBHOOK_PUBLIC_URL must be an http(s) URL, got "ftp://x"' }],
+    ['an API_DOMAIN with an underscore', { given: { API_DOMAIN: 'a_b' }, want: 'API_DOMAIN must be a DNS name (e.g. api.example.com), got "a_b"' }],
+    [
+      'PROXY_PROTOCOL alone',
+      { given: { PROXY_PROTOCOL: 'true' }, want: 'PROXY_PROTOCOL=true needs TRUST_PROXY: it names the peers allowed to send PROXY headers' },
+    ],
+    [
+      'CORS_ORIGINS of * and a list',
+      { given: { CORS_ORIGINS: '*,https://a.example' }, want: 'CORS_ORIGINS: * allows every origin and cannot be combined with a list' },
+    ],
+  ];
+
+  test.each(messages)('with %s says exactly what is wrong', (_case, { given, want }) => {
+    expect(() => loadConfig(given)).toThrow(new ConfigError(want));
+  });
+
+  test('normalises what it reads: durations with units, a public URL without its trailing slash, a domain lowercase', () => {
+    expect(
+      loadConfig({ OPERATION_RETENTION: '90m', IAM_TOKEN_TTL: '3600', WEBHOOK_PUBLIC_URL: 'https://hooks.example/', API_DOMAIN: 'API.Example.com' }),
+    ).toMatchObject({
+      operationRetentionSeconds: 5400,
+      iamTokenTtlSeconds: 3600,
+      webhookPublicUrl: 'https://hooks.example',
+      apiDomain: 'api.example.com',
+    });
+  });
+
   test.each(invalid)('with %s throws a ConfigError naming the variable', (_case, { given, want }) => {
     let thrown: unknown;
     try {

@@ -4,9 +4,8 @@ import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
-import { baseUrlOf } from './webhooks.js';
+import { baseUrlOf, type WebhookUrlSettings } from './webhooks.js';
 import { clientAddressOf, clientOf } from '../http/request-client.js';
-import type { Config } from '../config.js';
 
 /**
  * No inline script or style, no third-party origin: the page's own script and stylesheet come from
@@ -42,7 +41,7 @@ const STREAM_HEADERS = {
 };
 
 /** The browser side of the inspector: `GET /inspect`, the HTML page, its assets and the event stream. */
-export function createInspectorPages(webhooks: WebhookService, config: Config) {
+export function createInspectorPages(webhooks: WebhookService, config: WebhookUrlSettings) {
   const assets = new Map(
     Object.entries(ASSETS).map(([path, asset]) => [
       path,

@@ -5,8 +5,11 @@ import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { ResolvedClient } from '../services/client-address.js';
 import { servingOriginOf } from '../http/serving-origin.js';
 
+/** The settings the webhook pages and operations read: WEBHOOK_PUBLIC_URL, and the listener's for the origin it falls back to. */
+export type WebhookUrlSettings = Pick<Config, 'webhookPublicUrl' | 'tlsCert' | 'port'>;
+
 /** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the origin the request was sent to (`servingOriginOf`). */
-export function baseUrlOf(config: Config, headers: NodeRequest['headers'], client: ResolvedClient): string {
+export function baseUrlOf(config: WebhookUrlSettings, headers: NodeRequest['headers'], client: ResolvedClient): string {
   return config.webhookPublicUrl ?? servingOriginOf(config, headers, client);
 }
 
@@ -33,7 +36,7 @@ const INLINE_SAFE_TYPE = /^(image\/(png|jpeg|gif|webp|avif|bmp)|text\/plain|appl
 const RAW_GUARD_HEADERS = { 'content-security-policy': "default-src 'none'; sandbox", 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
 
 /** Handlers of the JSON operations of `contracts/openapi/webhooks.yaml`, keyed by operationId. */
-export function webhookApiHandlers(webhooks: WebhookService, config: Config): RestHandlers<Pick<operations, JsonOperation>> {
+export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlSettings): RestHandlers<Pick<operations, JsonOperation>> {
   return {
     createRoute: async (call) => ({
       status: 201,

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
+import { defaultOf } from '../settings/table.js';
 import { createLogger } from '../logger.js';
 import { openDatabase } from '../store/database.js';
 import { RESET_PATH, sandboxExtension } from './extension.js';
@@ -37,7 +38,6 @@ function sandboxEnvironment(env: NodeJS.ProcessEnv, credentials: SandboxCredenti
   const merged: NodeJS.ProcessEnv = { ...defaults, ...env };
   if (port !== undefined) merged.PORT = port;
   if (host !== undefined) merged.HOST = host;
-  merged.PORT ??= '8080';
   // In memory, whatever the environment says: a sandbox never touches a real database.
   delete merged.DATABASE_URL;
   delete merged.DATABASE_LISTEN_URL;
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
   });
   if (values.help) return void process.stdout.write(USAGE);
   const [command] = positionals;
-  if (command === 'reset') return reset(values.url ?? process.env.SANDBOX_URL ?? `http://127.0.0.1:${values.port ?? process.env.PORT ?? '8080'}`);
+  if (command === 'reset') return reset(values.url ?? process.env.SANDBOX_URL ?? `http://127.0.0.1:${values.port ?? process.env.PORT ?? defaultOf('port')}`);
   if (command !== undefined) {
     process.stderr.write(`cfs-server sandbox: unknown command "${command}"\n${USAGE}`);
     process.exit(2);

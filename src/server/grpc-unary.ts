@@ -31,7 +31,8 @@ export interface RegisteredService {
 export interface GrpcUnaryOptions {
   services: RegisteredService[];
   contextValues?: () => ContextValues;
-  maxMessageBytes?: number;
+  /** RPC_MAX_MESSAGE_BYTES. */
+  maxMessageBytes: number;
 }
 
 export interface GrpcUnaryHandler {
@@ -63,7 +64,7 @@ const CONTENT_TYPE = /^application\/grpc(\+proto)?$/;
  * docs/architecture.md). Everything else (streaming, compression, JSON, Connect, gRPC-Web) stays on connect-node.
  */
 export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHandler {
-  const maxBytes = options.maxMessageBytes ?? 4 * 1024 * 1024;
+  const maxBytes = options.maxMessageBytes;
   const routes = new Map<
     string,
     { spec: UnarySpec; service: ServiceImplSpec['service']; interceptors: Interceptor[]; shapeError: RegisteredService['shapeError'] }

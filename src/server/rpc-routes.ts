@@ -29,14 +29,10 @@ export function rpcService<T extends DescService>(
 }
 
 /**
- * Registers the services on a Connect router; `interceptors` run first, around every service's own.
+ * Registers the services on a Connect router; `interceptors` run first, around every service's own; `readMaxBytes` is RPC_MAX_MESSAGE_BYTES.
  * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts) and refuses Connect JSON requests with numbers JSON.parse would not keep (rpc-json-numbers.ts).
  */
-export function rpcRoutes(
-  services: readonly RpcService[],
-  interceptors: readonly Interceptor[] = [],
-  readMaxBytes = DEFAULT_READ_MAX_BYTES,
-): (router: ConnectRouter) => void {
+export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[], readMaxBytes: number): (router: ConnectRouter) => void {
   return (router) => {
     for (const entry of services) {
       const before = router.handlers.length;
@@ -50,9 +46,6 @@ export function rpcRoutes(
     }
   };
 }
-
-/** RPC_MAX_MESSAGE_BYTES's default, for routers built without a config (in-memory tests). */
-const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /** The services as the native gRPC path runs them (the same implementations and interceptors). */
 export function grpcUnaryServices(services: readonly RpcService[]): RegisteredService[] {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { Config } from '../config.js';
+import type { Settings } from '../config.js';
 import { AppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { sendReply, type NodeRequest, type NodeResponse } from '../http/rest-api.js';
 import type { Logger } from '../logger.js';
@@ -43,7 +43,7 @@ export function warnIfSchemaAhead(logger: Logger, unknown: string[]): void {
  * when nothing was missing at all), so the caller builds the server, closes the standby and listens on
  * its port. A schema ahead of the code is logged once and served on.
  */
-export async function waitForSchema(config: Config, database: Database, logger: Logger): Promise<SchemaStandby | undefined> {
+export async function waitForSchema(config: Settings<'server'>, database: Database, logger: Logger): Promise<SchemaStandby | undefined> {
   let state = await readSchemaState(database.knex);
   warnIfSchemaAhead(logger, state.unknown);
   if (state.missing.length === 0) return undefined;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Config } from '../config.js';
 import { foldUserName } from '../auth/user-name.js';
 import { AppError } from '../errors.js';
 import { LimitCounterRepository } from '../store/repositories/limit-counter-repository.js';
@@ -14,8 +15,13 @@ export interface SignInThrottleOptions {
   message?: string;
 }
 
-/** The defaults of SIGNIN_MAX_FAILURES, SIGNIN_WINDOW_SECONDS and SIGNIN_NAME_MAX_FAILURES, for callers built without a config (the CLI). */
-export const DEFAULT_SIGN_IN_THROTTLE: SignInThrottleOptions = { maxFailures: 5, windowSeconds: 300, nameMaxFailures: 100 };
+/** The SIGNIN_* settings, as every API that checks a password is given them. */
+export type SignInSettings = Pick<Config, 'signInMaxFailures' | 'signInWindowSeconds' | 'signInNameMaxFailures'>;
+
+/** The throttle's options from the SIGNIN_* settings. */
+export function throttleOptionsOf(settings: SignInSettings): SignInThrottleOptions {
+  return { maxFailures: settings.signInMaxFailures, windowSeconds: settings.signInWindowSeconds, nameMaxFailures: settings.signInNameMaxFailures };
+}
 
 // Several failures per address are normal (a household behind one NAT); a name from one address gets fewer tries.
 const ADDRESS_FACTOR = 4;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Config } from '../config.js';
 import type { components } from '../../generated/openapi/users.js';
 import { AppError } from '../errors.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
@@ -12,7 +13,7 @@ import {
   type UserListRow,
   type UserRow,
 } from '../store/repositories/user-repository.js';
-import { SignInThrottle, type SignInOutcome } from './sign-in-throttle.js';
+import { SignInThrottle, throttleOptionsOf, type SignInOutcome, type SignInSettings } from './sign-in-throttle.js';
 import { onUniqueViolation } from '../store/unique-violation.js';
 import { FirstRunSetup, type FirstRunClaim } from './first-run.js';
 import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from '../auth/password-rule.js';
@@ -56,12 +57,8 @@ export interface AccountCaller {
   userId: string;
 }
 
-export interface UserServiceOptions {
-  accessTokenTtlSeconds: number;
-  signInMaxFailures: number;
-  signInWindowSeconds: number;
-  signInNameMaxFailures?: number;
-}
+/** The users family's settings this service reads (src/settings/table.ts). */
+export type UserServiceOptions = Pick<Config, 'accessTokenTtlSeconds'> & SignInSettings;
 
 const DEFAULT_SETTINGS: Settings = {
   autoplayTrailers: true,
@@ -89,11 +86,7 @@ export class UserService {
   ) {
     this.users = new UserRepository(knex);
     this.firstRun = new FirstRunSetup(knex);
-    this.throttle = new SignInThrottle(knex, {
-      maxFailures: options.signInMaxFailures,
-      windowSeconds: options.signInWindowSeconds,
-      nameMaxFailures: options.signInNameMaxFailures,
-    });
+    this.throttle = new SignInThrottle(knex, throttleOptionsOf(options));
   }
 
   /**

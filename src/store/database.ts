@@ -7,6 +7,7 @@ import { migrationSource } from './migrations/index.js';
 import { readSchemaState } from './schema-state.js';
 import { unnamedPooledReads } from './pooled-read.js';
 import type { Config } from '../config.js';
+import { defaultOf } from '../settings/table.js';
 import { isStorageFull } from '../errors.js';
 
 /** Which engine is behind the Knex instance; the SQL is the same, only a few driver quirks differ. */
@@ -103,14 +104,14 @@ export interface DatabaseOptions {
 /** How a new embedded database is made: loaded from a migrated template, or created by initdb. */
 export type NewDatabaseSource = 'template' | 'initdb';
 
-/** Defaults of the PostgreSQL timeouts (the same as config.ts). */
+/** The PostgreSQL timeouts of a store opened without them (tests, scripts): the settings' defaults, and the listener's own. */
 const DATABASE_TIMEOUT_DEFAULTS = {
-  connectTimeoutMs: 5000,
-  acquireTimeoutMs: 10_000,
-  statementTimeoutMs: 10_000,
+  connectTimeoutMs: defaultOf('dbConnectTimeoutMs'),
+  acquireTimeoutMs: defaultOf('dbAcquireTimeoutMs'),
+  statementTimeoutMs: defaultOf('dbStatementTimeoutMs'),
   listenerHeartbeatMs: 5000,
   listenerMaxBackoffMs: 5000,
-  migrationLockTimeoutMs: 45_000,
+  migrationLockTimeoutMs: defaultOf('migrationLockTimeoutMs'),
 };
 
 /** The store options of a server process, from its configuration. */
@@ -232,7 +233,7 @@ function definedOnly(options: DatabaseOptions): Partial<typeof DATABASE_TIMEOUT_
 async function openPglite(options: DatabaseOptions): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { default: ClientPgLite } = await import('knex-pglite');
-  const dataDir = options.dataDir ?? './data';
+  const dataDir = options.dataDir ?? defaultOf('dataDir');
   const onDisk = !dataDir.startsWith('memory://');
   // Private and exclusive before PGlite touches a file: see data-dir-lock.ts.
   let lock: DataDirLock | undefined;
@@ -242,7 +243,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   }
   const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite-init.js');
   preferBaselineWasm();
-  const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? 16);
+  const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? defaultOf('pgliteSharedBuffersMb'));
   const pglite = await (async () => {
     // loadDataDir fills an empty directory from its tarball instead of initdb.
     let loadDataDir = options.loadDataDir;

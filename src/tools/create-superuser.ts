@@ -14,6 +14,7 @@ import { describeStartupError } from '../startup-errors.js';
 import { databaseOptionsOf, migrate, openDatabase } from '../store/database.js';
 import { TokenService } from '../auth/token-service.js';
 import { WriterService } from '../services/publishing/writer-service.js';
+import { throttleOptionsOf } from '../services/sign-in-throttle.js';
 
 function usage(message: string): never {
   process.stderr.write(`${message}\nusage: npm run publishing:create-superuser -- --email <email> --password <password> [--name <name>]\n`);
@@ -42,7 +43,7 @@ const db = await openDatabase(databaseOptionsOf(config)).catch((error: unknown) 
 });
 try {
   if (config.migrate) await migrate(db);
-  const writers = new WriterService(db.knex, await TokenService.create(db.knex), config.accessTokenTtlSeconds);
+  const writers = new WriterService(db.knex, await TokenService.create(db.knex), config.accessTokenTtlSeconds, throttleOptionsOf(config));
   const created = await writers.ensureSuperuser(values.email, values.password, values.name ?? 'Superuser');
   process.stdout.write(created ? `created superuser ${values.email}\n` : `a user with email ${values.email} already exists; nothing changed\n`);
   process.exitCode = created ? 0 : 1;

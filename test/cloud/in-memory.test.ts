@@ -30,7 +30,7 @@ beforeAll(async () => {
   adminToken = (await users.signIn('root', 'root-password-1', '127.0.0.1', { local: true, setupCode: undefined })).accessToken;
   module = cloudModule({ config, db, logger: createLogger('silent'), tokens, onError: (cause) => internalCauses.push(cause) }, { users });
   await module.start?.();
-  const transport = createRouterTransport(rpcRoutes(module.rpc()));
+  const transport = createRouterTransport(rpcRoutes(module.rpc(), [], config.rpcMaxMessageBytes));
   instances = createClient(InstanceService, transport);
   operations = createClient(OperationService, transport);
 });

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { SETTINGS } from '../../src/settings/table.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const KUBE = join(ROOT, 'deploy/kubernetes');
@@ -208,14 +209,15 @@ describe('deploy/kubernetes: rendering and schema', () => {
 
 // ---- policies --------------------------------------------------------------------------------------
 
-/** Every environment variable src/config.ts reads (`env, 'NAME'` and `env['NAME']`). */
+/** Every environment variable the server reads: the settings table's (src/settings/table.ts). */
 function configSettings(): string[] {
-  const source = readFileSync(join(ROOT, 'src/config.ts'), 'utf8');
-  return [...new Set([...source.matchAll(/\(env, '([A-Z0-9_]+)'/g)].map((match) => match[1] as string))].sort();
+  return Object.values(SETTINGS)
+    .map((setting) => setting.env)
+    .sort();
 }
 
 describe('deploy/kubernetes: policies', () => {
-  it('the ConfigMap and Secret carry every setting src/config.ts reads, and no other', () => {
+  it('the ConfigMap and Secret carry every setting of src/settings/table.ts, and no other', () => {
     const read = configSettings();
     expect(read.length).toBeGreaterThan(50);
     const base = rendered.postgres as Manifest[];

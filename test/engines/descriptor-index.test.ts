@@ -3,6 +3,7 @@ import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { createClient, createRouterTransport } from '@connectrpc/connect';
 import { DescriptorIndex } from '../../src/engines/grpc-reflection/descriptor-index.js';
 import { reflectionServices } from '../../src/handlers/grpc-reflection.js';
+import { loadConfig } from '../../src/config.js';
 import { rpcRoutes, rpcService, type RpcService } from '../../src/server/rpc-routes.js';
 import { ServerInfoService } from '../../generated/proto/cloud/common/v1/server_info_service_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
@@ -56,7 +57,7 @@ describe('reflectionServices', () => {
       ...reflectionServices(() => services.map((entry) => entry.service)),
       rpcService(OperationService, {}),
     ];
-    const transport = createRouterTransport(rpcRoutes(services));
+    const transport = createRouterTransport(rpcRoutes(services, [], loadConfig({}).rpcMaxMessageBytes));
     const client = createClient(ServerReflection, transport);
     async function* one() {
       yield { host: '', messageRequest: { case: 'listServices' as const, value: '*' } };

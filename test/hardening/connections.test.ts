@@ -6,7 +6,7 @@ import { startServer, type TestServer } from '../support/app.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { budget } from '../support/budget.js';
 
-/** Short timeouts so each case takes well under a second; the defaults are in src/config.ts. */
+/** Short timeouts so each case takes well under a second; the defaults are in src/settings/table.ts. */
 const TIMEOUTS = {
   FIRST_BYTE_TIMEOUT_MS: '300',
   HEADERS_TIMEOUT_MS: '400',

@@ -5,7 +5,7 @@ import { startServer, type TestServer } from '../support/app.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 
-/** Small bounds so each case is quick; the defaults are in src/config.ts and docs/hardening.md. */
+/** Small bounds so each case is quick; the defaults are in src/settings/table.ts and docs/hardening.md. */
 const LIMITS = {
   HTTP2_MAX_STREAMS_PER_SECOND: '150',
   HTTP2_MAX_RESETS_PER_SECOND: '50',

@@ -15,7 +15,7 @@ import { cloneTemplateDatabase, eventually, TcpProxy, viaProxy } from './outage-
  */
 const describeOnPostgres = process.env.DATABASE_URL ? describe : describe.skip;
 
-/** Short timeouts so the outage shows within a test's time; the defaults are in config.ts. */
+/** Short timeouts so the outage shows within a test's time; the defaults are in src/settings/table.ts. */
 const TIMEOUTS = { connectTimeoutMs: 500, acquireTimeoutMs: 1500, statementTimeoutMs: 800, listenerHeartbeatMs: 300, listenerMaxBackoffMs: 300 };
 /** How long any request may take to be refused while the database is away. */
 const FAST_MS = 4000;

@@ -2,6 +2,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import type { Interceptor, ServiceImpl } from '@connectrpc/connect';
 import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { InstanceService as InstanceServiceDesc } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
+import { settingsOf } from '../../config.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { rpcService, type RpcService } from '../../server/rpc-routes.js';
 import type { UserService } from '../../services/user-service.js';
@@ -83,7 +84,8 @@ export interface CloudModule extends ServerModule {
  * auth, idempotency — and the operation worker and sweeper running in the background.
  */
 export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): CloudModule {
-  const { config, db, logger } = ctx;
+  const { db, logger } = ctx;
+  const config = settingsOf(ctx.config, 'cloud');
   const handlers: Record<string, WorkHandler> = {};
   // Starting an operation wakes the worker built just below (never called before it exists).
   const operations = options.operations ?? new Operations(db.knex, () => worker.wake());

@@ -8,6 +8,7 @@ import { markdownPage, type HtmlPage } from '../../handlers/markdown-page.js';
 import { depthLimitRule, costLimitRule } from '../../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
+import { throttleOptionsOf } from '../../services/sign-in-throttle.js';
 import { renderProblemDetails } from '../../http/problem-details.js';
 import { publishingApiHandlers, publishingAuthenticator } from '../../handlers/publishing.js';
 import {
@@ -31,11 +32,7 @@ const DOCS_PATH = '/docs/publishing.md';
  * and `/graphql` (contracts/graphql/publishing.graphql), both over one service layer.
  */
 export async function publishingModule(ctx: ModuleContext): Promise<ServerModule & { publishing: PublishingServices }> {
-  const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds, {
-    maxFailures: ctx.config.signInMaxFailures,
-    windowSeconds: ctx.config.signInWindowSeconds,
-    nameMaxFailures: ctx.config.signInNameMaxFailures,
-  });
+  const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds, throttleOptionsOf(ctx.config));
   const metrics = ctx.metrics;
   if (metrics) services.writers.observeSignIns((outcome) => metrics.observeSignIn('publishing', outcome));
   const { superuserEmail, superuserPassword } = ctx.config;

@@ -1,3 +1,4 @@
+import { settingsOf } from '../../config.js';
 import { ROOT } from '../../server/paths.js';
 import { createRestApi } from '../../http/rest-api.js';
 import { prefixMatcher, type ModuleContext, type ServerModule } from '../../server/module.js';
@@ -15,7 +16,7 @@ const USERS_BODY_LIMIT_BYTES = 3 * 1024 * 1024;
 
 /** The User Account API (`/api`, contracts/openapi/users.yaml) and the ServerInfo RPC. */
 export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { users: UserService }> {
-  const users = new UserService(ctx.db.knex, ctx.tokens, ctx.config);
+  const users = new UserService(ctx.db.knex, ctx.tokens, settingsOf(ctx.config, 'users'));
   const metrics = ctx.metrics;
   if (metrics) users.observeSignIns((outcome) => metrics.observeSignIn('users', outcome));
   const { adminUsername, adminPassword } = ctx.config;

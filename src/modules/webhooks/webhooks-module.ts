@@ -1,3 +1,4 @@
+import { settingsOf } from '../../config.js';
 import { ROOT } from '../../server/paths.js';
 import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../../http/rest-api.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
@@ -17,7 +18,7 @@ const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
  */
 export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule & { webhooks: WebhookService }> {
   const { config, db } = ctx;
-  const webhooks = new WebhookService(db.knex, config, (error, worker) => ctx.onError(error, worker));
+  const webhooks = new WebhookService(db.knex, settingsOf(config, 'webhooks'), (error, worker) => ctx.onError(error, worker));
   const metrics = ctx.metrics;
   if (metrics) webhooks.observeCaptureBatches((batch) => metrics.observeCaptureBatch(batch));
   const api = restrictCaptureOperations(

@@ -13,6 +13,6 @@ export interface PublishingServices {
 }
 
 /** Wires the publishing services over one store. */
-export function createPublishingServices(knex: Knex, tokens: TokenService, accessTokenTtlSeconds: number, signIn?: SignInThrottleOptions): PublishingServices {
+export function createPublishingServices(knex: Knex, tokens: TokenService, accessTokenTtlSeconds: number, signIn: SignInThrottleOptions): PublishingServices {
   return { writers: new WriterService(knex, tokens, accessTokenTtlSeconds, signIn), articles: new ArticleService(knex), topics: new TopicService(knex) };
 }

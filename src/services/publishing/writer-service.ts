@@ -17,7 +17,7 @@ import {
 } from './rules.js';
 import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder } from './page.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
-import { DEFAULT_SIGN_IN_THROTTLE, SignInThrottle, type SignInOutcome, type SignInThrottleOptions } from '../sign-in-throttle.js';
+import { SignInThrottle, type SignInOutcome, type SignInThrottleOptions } from '../sign-in-throttle.js';
 import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from '../../auth/password-rule.js';
 
 /** The publishing contract's `WriterInput.password` `maxLength`. */
@@ -40,7 +40,7 @@ export class WriterService {
     private readonly knex: Knex,
     private readonly tokens: TokenService,
     private readonly accessTokenTtlSeconds: number,
-    signIn: SignInThrottleOptions = DEFAULT_SIGN_IN_THROTTLE,
+    signIn: SignInThrottleOptions,
   ) {
     this.users = new WriterRepository(knex);
     this.throttle = new SignInThrottle(knex, { ...signIn, message: 'Too many failed sign-ins for this email or from this address; try again later.' });

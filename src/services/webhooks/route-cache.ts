@@ -1,4 +1,5 @@
 import type { RouteRow } from '../../store/repositories/webhook-repository.js';
+import { defaultOf } from '../../settings/table.js';
 
 interface Entry {
   route: RouteRow | null;
@@ -29,7 +30,7 @@ export class RouteCache {
     private readonly maxAgeMs = 1000,
     private readonly maxEntries = 10_000,
     private readonly now: () => number = Date.now,
-    private readonly maxBytes = 32 * 1024 * 1024,
+    private readonly maxBytes = defaultOf('webhookRouteCacheBytes'),
   ) {}
 
   /** The live route, or null; synchronous when the entry is fresh (the common case under load). */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { components } from '../../../generated/openapi/webhooks.js';
-import type { Config } from '../../config.js';
+import type { Settings } from '../../config.js';
 import { AppError, type Violation } from '../../errors.js';
 import {
   describeCapturedRequest,
@@ -96,7 +96,7 @@ export class WebhookService {
 
   constructor(
     knex: Knex,
-    private readonly config: Config,
+    private readonly config: Settings<'webhooks'>,
     onError: (error: unknown, worker: WebhookWorker) => void = () => undefined,
   ) {
     this.repository = new WebhookRepository(knex, config.webhookListBodyBytes);
