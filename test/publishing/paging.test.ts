@@ -56,10 +56,7 @@ async function walk(path: string, token?: string, between: () => Promise<void> =
 const idsOf = (pages: Page[]) => pages.flatMap((page) => page.items.map((item) => item._id));
 
 beforeAll(async () => {
-  // The 10,001-row insert below runs on PGlite in this process and can hold the event loop past the
-  // keep-alive timeout: both sides' idle timers are then overdue at once, and the next fetch could be
-  // written to a socket the server closes in the same turn (ECONNRESET, seen at load 37).
-  server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password, KEEP_ALIVE_TIMEOUT_MS: '600000' });
+  server = await startServer({ SUPERUSER_EMAIL: SUPERUSER.email, SUPERUSER_PASSWORD: SUPERUSER.password });
   actors = await createActors(server);
   topic = (await server.request('POST', '/v1/topics', { token: actors.tokens.superuser, body: { title: 'Lighthouses' } })).body._id;
   for (let n = 0; n < 12; n++) articleIds.push(await writeArticle(n % 3 === 0 ? 'otherWriter' : 'writer', n, true));

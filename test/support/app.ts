@@ -52,6 +52,14 @@ export async function openTestDatabase(): Promise<{ db: Database; drop(): Promis
 }
 
 /** Starts the real server on port 0 over a fresh database. */
+/**
+ * What every test server runs with, unless its test says otherwise. Keep-alive: PGlite runs in this
+ * process, and a long statement on a busy machine can hold the event loop past the keep-alive timeout;
+ * both sides' idle timers are then overdue at once and the next fetch may be written to a socket the
+ * server closes in the same turn (ECONNRESET, seen at load 40 in two files). Tests of the timeout set it.
+ */
+const TEST_DEFAULTS = { LOG_LEVEL: 'silent', MIGRATE: 'false', KEEP_ALIVE_TIMEOUT_MS: '600000' };
+
 export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
   const { db, drop } = await openTestDatabase();
   // Closed when the file ends even if the start fails or outlives a timed-out beforeAll.
@@ -59,7 +67,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     await db.close();
     await drop();
   });
-  const config = loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env });
+  const config = loadConfig({ ...TEST_DEFAULTS, ...env });
   const app = await build(config, { database: db });
   const close = closeWhenFileEnds(async () => {
     await app.close();
@@ -118,7 +126,7 @@ export async function startPeerServer(first: TestServer, env: Record<string, str
   } else {
     database = { ...first.app.db, close: async () => undefined };
   }
-  const app = await build(loadConfig({ LOG_LEVEL: 'silent', MIGRATE: 'false', ...env }), { database });
+  const app = await build(loadConfig({ ...TEST_DEFAULTS, ...env }), { database });
   const close = closeWhenFileEnds(() => app.close());
   const port = await app.listen(0, '127.0.0.1');
   return { app, port, url: `http://127.0.0.1:${port}`, close };
