@@ -117,7 +117,16 @@ console.log(`built ${files.length} files into ${shown} (PGlite template ${templa
 async function vendorMarkdownIt(dir) {
   const graphiqlReact = createRequire(join(ROOT, 'node_modules/@graphiql/react/package.json'));
   const entry = graphiqlReact.resolve('markdown-it');
-  await esbuild({ entryPoints: [entry], outfile: join(dir, 'index.cjs'), bundle: true, platform: 'node', format: 'cjs', target: 'node20', minify: true, logLevel: 'error' });
+  await esbuild({
+    entryPoints: [entry],
+    outfile: join(dir, 'index.cjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minify: true,
+    logLevel: 'error',
+  });
   cpSync(join(dirname(graphiqlReact.resolve('markdown-it/package.json')), 'LICENSE'), join(dir, 'LICENSE'));
 }
 

@@ -129,7 +129,8 @@ async function checkImage(): Promise<void> {
     const found = [];
     for (const p of ['/app/.git', '/app/test', '/app/bench', '/app/src', '/app/scripts', '/app/node_modules/typescript',
       '/app/node_modules/@swc', '/app/node_modules/esbuild', '/app/node_modules/jest', '/app/node_modules/@bufbuild/buf',
-      '/app/node_modules/tsx', '/root/.npm', '/home/node/.npm']) if (fs.existsSync(p)) found.push(p);
+      '/app/node_modules/tsx', '/app/node_modules/graphiql', '/app/node_modules/react-dom', '/app/node_modules/swagger-ui-dist',
+      '/root/.npm', '/home/node/.npm']) if (fs.existsSync(p)) found.push(p);
     (function walk(dir) {
       for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
         const p = path.join(dir, e.name);
@@ -143,7 +144,7 @@ async function checkImage(): Promise<void> {
   record(
     'nothing but production in /app',
     found.length === 0,
-    found.length === 0 ? 'no build tools, tests, .git, keys or source maps' : found.slice(0, 10).join(', '),
+    found.length === 0 ? 'no build tools, browser-page packages, tests, .git, keys or source maps' : found.slice(0, 10).join(', '),
   );
 }
 
@@ -171,6 +172,17 @@ async function checkPglite(): Promise<void> {
   record('PGlite: runs as non-root', uid !== '' && uid !== '0', `uid ${uid}`);
   const api = await get(`${base}/api`);
   record('PGlite: serves the API', api.status === 200, `GET /api ${api.status}`);
+  // The browser pages' files, from dist/vendor (their packages are build-time only, src/server/vendored.ts).
+  const pages = await Promise.all(
+    ['/docs/assets/swagger-ui-bundle.js', '/graphql/explorer/graphiql.min.js'].map(
+      async (path) => [path, (await get(`${base}${path}`, 10_000)).status] as const,
+    ),
+  );
+  record(
+    "PGlite: serves the browser pages' files",
+    pages.every(([, code]) => code === 200),
+    pages.map(([path, code]) => `GET ${path} ${code}`).join(', '),
+  );
   // As Docker would (--retries=3): under load `node -e` alone can outlast the probe's 3 s timeout once.
   let health = await podman(['healthcheck', 'run', name]);
   let attempts = 1;
