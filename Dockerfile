@@ -23,12 +23,17 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Then what no production process reads: source maps, type declarations, TypeScript sources and
-# markdown inside the packages (about a third of their size), and npm's cache and logs.
+# markdown inside the packages (about a third of their size), the packages' own tests and examples,
+# the PGlite extension archives (the server loads no extension), and npm's cache and logs. The browser
+# pages' packages (GraphiQL, React, Swagger UI) are build-time only: their served files come from dist/vendor.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
  && find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' -o -name '*.markdown' \) -delete \
- && rm -rf node_modules/@types "$HOME/.npm" /root/.npm /tmp/*
+ && find node_modules -type d \( -name test -o -name tests -o -name __tests__ -o -name example -o -name examples \) -prune -exec rm -rf {} + \
+ && rm -rf node_modules/@types node_modules/@electric-sql/pglite/dist/*.tar.gz "$HOME/.npm" /root/.npm /tmp/*
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/generated ./dist/generated
+# The files the browser pages serve from build-time packages, and markdown-it bundled (src/server/vendored.ts).
+COPY --from=build /app/dist/vendor ./dist/vendor
 # The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
 COPY --from=build /app/dist/prebuilt ./dist/prebuilt
 # The migrated PGlite template a new embedded database starts from (src/store/pglite-template.ts).

@@ -7,7 +7,7 @@
 // The entry is then bundled with the ES-module packages it imports (bundleEntry, below).
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { isBuiltin } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
@@ -22,6 +22,25 @@ const outFlag = process.argv.indexOf('--out');
 const OUT = outFlag > 0 && process.argv[outFlag + 1] ? resolve(process.argv[outFlag + 1]) : join(ROOT, 'dist');
 const SOURCES = ['src', 'generated'];
 const ASSETS = ['src/handlers/webhook-inspector-assets'];
+/**
+ * The files the server serves from build-time packages (devDependencies), copied to dist/vendor/<package>/
+ * with the package's licence (src/server/vendored.ts reads them there): the GraphQL explorer's
+ * (src/handlers/browser-pages.ts, EXPLORER_ASSETS) and the API reference page's
+ * (src/modules/contracts/contracts-module.ts). markdown-it is bundled instead (vendorMarkdownIt).
+ */
+const VENDORED = {
+  react: ['umd/react.production.min.js'],
+  'react-dom': ['umd/react-dom.production.min.js'],
+  graphiql: ['graphiql.min.js', 'graphiql.min.css'],
+  'swagger-ui-dist': [
+    'swagger-ui-bundle.js',
+    'swagger-ui-bundle.js.LICENSE.txt',
+    'swagger-ui-standalone-preset.js',
+    'swagger-ui-standalone-preset.js.LICENSE.txt',
+    'swagger-ui.css',
+    'favicon-32x32.png',
+  ],
+};
 
 function listTypeScript(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -51,6 +70,12 @@ await Promise.all(
   }),
 );
 for (const dir of ASSETS) cpSync(join(ROOT, dir), join(OUT, dir), { recursive: true });
+rmSync(join(OUT, 'vendor'), { recursive: true, force: true });
+for (const [name, vendoredFiles] of Object.entries(VENDORED)) {
+  const from = dirname(createRequire(join(ROOT, 'package.json')).resolve(`${name}/package.json`));
+  for (const file of [...vendoredFiles, 'LICENSE']) cpSync(join(from, file), join(OUT, 'vendor', name, file));
+}
+await vendorMarkdownIt(join(OUT, 'vendor/markdown-it'));
 
 // Each OpenAPI document pre-parsed to JSON with the SHA-256 of its YAML (src/http/contract-documents.ts):
 // the built server reads that instead of parsing YAML and compiling the OpenAPI meta-schema at every
@@ -83,6 +108,27 @@ const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar.gz'));
 
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
 console.log(`built ${files.length} files into ${shown} (PGlite template ${template}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+/**
+ * markdown-it (the version the GraphiQL packages bring, which src/handlers/markdown-page.ts loads in a
+ * checkout) as one CommonJS file with its dependencies, `<dir>/index.cjs`, and its licence: ~100 kB
+ * where the GraphiQL packages it comes with weigh ~55 MB installed.
+ */
+async function vendorMarkdownIt(dir) {
+  const graphiqlReact = createRequire(join(ROOT, 'node_modules/@graphiql/react/package.json'));
+  const entry = graphiqlReact.resolve('markdown-it');
+  await esbuild({
+    entryPoints: [entry],
+    outfile: join(dir, 'index.cjs'),
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minify: true,
+    logLevel: 'error',
+  });
+  cpSync(join(dirname(graphiqlReact.resolve('markdown-it/package.json')), 'LICENSE'), join(dir, 'LICENSE'));
+}
 
 /**
  * The migrated PGlite template a new embedded database starts from instead of initdb and the

@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import type { NodeRequest } from '../http/rest-api.js';
 
 /**
@@ -89,7 +87,10 @@ export function wantsGraphqlExplorer(req: NodeRequest): boolean {
   return /\btext\/html\b/.test(String(req.headers.accept ?? ''));
 }
 
-/** The explorer's files, served under EXPLORER_ASSETS_PATH: [served name, package, file in it, content type]. */
+/**
+ * The explorer's files, served under EXPLORER_ASSETS_PATH: [served name, package, file in it, content
+ * type]. Build-time packages: the build copies these files into dist/vendor/ (src/server/vendored.ts).
+ */
 export const EXPLORER_ASSETS_PATH = '/graphql/explorer/';
 export const EXPLORER_ASSETS: ReadonlyArray<readonly [string, string, string, string]> = [
   ['react.production.min.js', 'react', 'umd/react.production.min.js', 'text/javascript; charset=utf-8'],
@@ -97,11 +98,6 @@ export const EXPLORER_ASSETS: ReadonlyArray<readonly [string, string, string, st
   ['graphiql.min.js', 'graphiql', 'graphiql.min.js', 'text/javascript; charset=utf-8'],
   ['graphiql.min.css', 'graphiql', 'graphiql.min.css', 'text/css; charset=utf-8'],
 ];
-
-/** Where an npm package's file is, from this module (so the bundle and the per-file build agree). */
-export function packageFile(name: string, file: string): string {
-  return join(dirname(createRequire(import.meta.url).resolve(`${name}/package.json`)), file);
-}
 
 /**
  * The sign-in form of the browser pages (`/docs`, `/graphql`): it posts the name or email and password

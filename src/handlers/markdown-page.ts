@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { ROOT } from '../server/paths.js';
+import { VENDOR_DIR } from '../server/vendored.js';
 
 interface MarkdownRenderer {
   render(source: string): string;
@@ -8,15 +10,21 @@ interface MarkdownRenderer {
 type MarkdownItFactory = (options: { html: boolean; linkify: boolean }) => MarkdownRenderer;
 
 /**
- * markdown-it, from the GraphiQL packages the server already depends on (one documentation page does
- * not justify a dependency of its own); undefined when it cannot be found, and the page stays markdown.
+ * markdown-it: the build's own bundle of it (dist/vendor/markdown-it/index.cjs, scripts/build.mjs) in
+ * a built server, whose production install has no GraphiQL packages; in a checkout, the copy the
+ * GraphiQL packages bring (one documentation page does not justify a dependency of its own).
+ * Undefined when none is found, and the page stays markdown.
  */
 function loadMarkdownIt(): MarkdownItFactory | undefined {
-  for (const from of [`${ROOT}node_modules/@graphiql/react/package.json`, `${ROOT}package.json`]) {
+  const load = [
+    () => createRequire(import.meta.url)(join(VENDOR_DIR, 'markdown-it/index.cjs')),
+    ...[`${ROOT}node_modules/@graphiql/react/package.json`, `${ROOT}package.json`].map((from) => () => createRequire(from)('markdown-it')),
+  ];
+  for (const attempt of load) {
     try {
-      return createRequire(from)('markdown-it') as MarkdownItFactory;
+      return attempt() as MarkdownItFactory;
     } catch {
-      // not installed there: the next place, else none
+      // not there: the next place, else none
     }
   }
   return undefined;

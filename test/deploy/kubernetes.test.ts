@@ -90,7 +90,8 @@ async function modelClass(manifest: Manifest): Promise<new (data: unknown) => { 
 /**
  * Validates with kubernetes-models. GRPCRoute went GA (v1) in Gateway API 1.1 unchanged from v1alpha2;
  * @kubernetes-models/gateway-api 0.5 (the last release for Node 20) has it only as v1alpha2, so a v1
- * GRPCRoute is checked against that schema under its old apiVersion.
+ * GRPCRoute is checked against that schema under its old apiVersion. 2.0.0 has GRPCRoute v1 but needs
+ * Node >= 22 and kubernetes-models 5 (this project supports Node >= 20.19).
  */
 async function validateModel(manifest: Manifest): Promise<void> {
   const checked =

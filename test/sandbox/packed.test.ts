@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -73,7 +73,15 @@ beforeAll(async () => {
   const paths = files.map((file) => file.path);
   // What a client installs: the build, the contracts, the bins; nothing of the development checkout.
   expect(paths).toEqual(
-    expect.arrayContaining(['bin/cfs-server.js', 'dist/src/sandbox/main.js', 'dist/pglite-template.tar.gz', 'contracts/openapi/users.yaml']),
+    expect.arrayContaining([
+      'bin/cfs-server.js',
+      'dist/src/sandbox/main.js',
+      'dist/pglite-template.tar.gz',
+      'contracts/openapi/users.yaml',
+      'dist/vendor/graphiql/graphiql.min.js',
+      'dist/vendor/swagger-ui-dist/swagger-ui-bundle.js',
+      'dist/vendor/markdown-it/index.cjs',
+    ]),
   );
   expect(paths.filter((path) => /^(test|scripts|bench|src|contracts\/baseline)\//.test(path))).toEqual([]);
   await run('npm', ['init', '-y'], { cwd: folder, env: cleanEnv() });
@@ -185,6 +193,26 @@ describe('the packed sandbox', () => {
     const graphql = await rest('POST', '/graphql', { token: seeded.superuser.token, body: { query: '{ topics { items { title } } }' } });
     expect(graphql.status).toBe(200);
     expect(JSON.stringify(graphql.body)).toContain('Engineering');
+  });
+
+  test("the browser pages' files come from the tarball's dist/vendor: the install has no GraphiQL, React or Swagger UI package", async () => {
+    for (const name of ['graphiql', '@graphiql/react', 'react-dom', 'swagger-ui-dist', 'markdown-it'])
+      expect(existsSync(join(folder!, 'node_modules', name))).toBe(false);
+    const vendor = join(folder!, 'node_modules/contract-first-server/dist/vendor');
+    for (const [path, file] of [
+      ['/docs/assets/swagger-ui-bundle.js', 'swagger-ui-dist/swagger-ui-bundle.js'],
+      ['/docs/assets/swagger-ui.css', 'swagger-ui-dist/swagger-ui.css'],
+      ['/graphql/explorer/graphiql.min.js', 'graphiql/graphiql.min.js'],
+      ['/graphql/explorer/react-dom.production.min.js', 'react-dom/umd/react-dom.production.min.js'],
+    ]) {
+      const response = await rest('GET', path!);
+      expect({ path, status: response.status }).toEqual({ path, status: 200 });
+      expect(response.body).toBe(readFileSync(join(vendor, file!), 'utf8'));
+    }
+    // The publishing documentation as HTML for a browser: markdown-it, bundled into dist/vendor.
+    const page = await rest('GET', '/docs/publishing.md', { headers: { accept: 'text/html' } });
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.body).toMatch(/<main>\s*<h1>Article Publishing API/);
   });
 
   test('webhooks: the seeded route holds its captures; a new route captures too', async () => {

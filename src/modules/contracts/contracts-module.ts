@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { ROOT } from '../../server/paths.js';
+import { vendoredFile } from '../../server/vendored.js';
 import { loadContractDocuments } from '../../http/contract-documents.js';
 import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
 import type { ServerModule } from '../../server/module.js';
 import { reflectionServices } from '../../handlers/grpc-reflection.js';
-import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, SIGN_IN_SCRIPT, SIGN_IN_STYLE, entryPoints, landingPage, packageFile, signInForm } from '../../handlers/browser-pages.js';
+import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, SIGN_IN_SCRIPT, SIGN_IN_STYLE, entryPoints, landingPage, signInForm } from '../../handlers/browser-pages.js';
 
 /**
  * No inline script, nothing from another origin: the reference page runs on assets served here. The one
@@ -125,17 +125,16 @@ export function contractsModule(options: { serviceName: string; metricsEnabled: 
     if (position === 0) resources.set('/graphql/schema.graphql', sdl);
   }
 
-  const swaggerUiDir = () => dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   for (const [file, type] of [
     ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
     ['swagger-ui-standalone-preset.js', 'text/javascript; charset=utf-8'],
     ['swagger-ui.css', 'text/css; charset=utf-8'],
     ['favicon-32x32.png', 'image/png'],
   ] as const) {
-    resources.set(`/docs/assets/${file}`, once(() => resource(readFileSync(join(swaggerUiDir(), file)), type)));
+    resources.set(`/docs/assets/${file}`, once(() => resource(readFileSync(vendoredFile('swagger-ui-dist', file)), type)));
   }
   // Browsers ask every origin for one; a 404 there is an error in every page's console.
-  resources.set('/favicon.ico', once(() => resource(readFileSync(join(swaggerUiDir(), 'favicon-32x32.png')), 'image/png')));
+  resources.set('/favicon.ico', once(() => resource(readFileSync(vendoredFile('swagger-ui-dist', 'favicon-32x32.png')), 'image/png')));
   // Current APIs first, the page opening on the first of them; deprecated ones last.
   const urls = [...docsUrls.filter((entry) => !entry.deprecated), ...docsUrls.filter((entry) => entry.deprecated)].map(({ url, name }) => ({ url, name }));
   set(
@@ -180,7 +179,7 @@ ${signInForm('user')}
   set('/docs', resource(page, 'text/html; charset=utf-8', DOCS_CSP));
 
   for (const [file, pkg, inPackage, type] of EXPLORER_ASSETS) {
-    resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => resource(readFileSync(packageFile(pkg, inPackage)), type)));
+    resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => resource(readFileSync(vendoredFile(pkg, inPackage)), type)));
   }
   set(`${EXPLORER_ASSETS_PATH}explorer.js`, resource(EXPLORER_SCRIPT, 'text/javascript; charset=utf-8'));
   set(`${EXPLORER_ASSETS_PATH}sign-in.js`, resource(SIGN_IN_SCRIPT, 'text/javascript; charset=utf-8'));
