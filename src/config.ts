@@ -124,6 +124,8 @@ export interface Config {
   webhookPageBytes: number;
   /** Delayed answers (`response.delayMs`) pending at once per route in one process; more answer 429. */
   webhookDelayConcurrency: number;
+  /** Pages and HAR exports one client address (an IPv6 /64) may have in flight in one process; more answer 429. */
+  webhookReadsPerAddress: number;
   /** Captures of expired routes the sweeper deletes per statement. */
   webhookSweepChunk: number;
   // --- operations (docs/operations.md) ---
@@ -253,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookListBodyBytes: integer(env, 'WEBHOOK_LIST_BODY_BYTES', 64 * 1024, 0, 16 * 1024 * 1024),
     webhookPageBytes: integer(env, 'WEBHOOK_PAGE_BYTES', 4 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024),
     webhookDelayConcurrency: integer(env, 'WEBHOOK_DELAY_CONCURRENCY', 20, 1, 10_000),
+    webhookReadsPerAddress: integer(env, 'WEBHOOK_READS_PER_ADDRESS', 4, 1, 10_000),
     webhookSweepChunk: integer(env, 'WEBHOOK_SWEEP_CHUNK', 500, 1, 100_000),
     // --- operations ---
     metricsEnabled: boolean(env, 'METRICS_ENABLED', true),
