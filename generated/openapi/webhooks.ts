@@ -754,7 +754,7 @@ export interface components {
         /**
          * @description This client address (an IPv6 /64) already has as many pages and HAR exports in flight as the
          *     server allows (`WEBHOOK_READS_PER_ADDRESS`, default 4, per process); a page holds its place
-         *     until the client has read it. `Retry-After` says when to try again.
+         *     until the client has read (nearly) all of it. `Retry-After` says when to try again.
          */
         TooManyReads: {
             headers: {
