@@ -751,6 +751,32 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description This client address (an IPv6 /64) already has as many pages and HAR exports in flight as the
+         *     server allows (`WEBHOOK_READS_PER_ADDRESS`, default 4, per process); a page holds its place
+         *     until the client has read (nearly) all of it. `Retry-After` says when to try again.
+         */
+        TooManyReads: {
+            headers: {
+                /**
+                 * @description Seconds to wait before asking again.
+                 * @example 1
+                 */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "Too many pages in flight from this address; at most 4 at once."
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description No such route (or it expired), or no such captured request. */
         NotFound: {
             headers: {
@@ -1051,6 +1077,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            429: components["responses"]["TooManyReads"];
         };
     };
     deleteRoute: {
@@ -1145,6 +1172,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyReads"];
         };
     };
     getCapturedRequest: {

@@ -4,6 +4,7 @@ import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { ResolvedClient } from '../services/client-address.js';
 import { servingOriginOf } from '../http/serving-origin.js';
+import { StreamedJson } from '../http/streamed-json.js';
 
 /** The settings the webhook pages and operations read: WEBHOOK_PUBLIC_URL, and the listener's for the origin it falls back to. */
 export type WebhookUrlSettings = Pick<Config, 'webhookPublicUrl' | 'tlsCert' | 'port'>;
@@ -44,17 +45,18 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
     }),
     inspectRoute: async (call) => ({
       status: 200,
-      body: await webhooks.inspect(call.params.routeId, {
-        limit: call.query.limit ?? 50,
-        before: call.query.before,
-        q: call.query.q,
-        method: call.query.method,
-      }),
+      body: StreamedJson.of(
+        await webhooks.inspect(
+          call.params.routeId,
+          { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method },
+          call.remoteAddress,
+        ),
+      ),
       headers: { 'cache-control': 'no-store' },
     }),
     exportRouteHar: async (call) => {
       const query = { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method };
-      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers, call.client));
+      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers, call.client), call.remoteAddress);
       const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.routeId}.har"` };
       if (next !== null) {
         const params = new URLSearchParams({ limit: String(query.limit), before: next });
@@ -62,7 +64,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
         if (query.method !== undefined) params.set('method', query.method);
         headers.link = `</inspect/${call.params.routeId}/export.har?${params}>; rel="next"`;
       }
-      return { status: 200, body: har, headers };
+      return { status: 200, body: StreamedJson.of(har), headers };
     },
     deleteRoute: async (call) => {
       await webhooks.deleteRoute(call.params.routeId);

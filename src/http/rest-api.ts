@@ -8,6 +8,7 @@ import { findUnsafeNumber } from '../engines/json-numbers/index.js';
 import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
 import { clientOf } from './request-client.js';
+import { StreamedJson, writeStreamedJson } from './streamed-json.js';
 import type { ResolvedClient } from '../services/client-address.js';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -47,7 +48,7 @@ type AnsweredStatus = 200 | 201 | 202 | 204 | 301 | 302 | 303 | 307 | 308;
 
 /** The body a documented response carries: its JSON schema's type, raw bytes for another media type, or none. */
 type ReplyBody<Response> = Response extends { content: { 'application/json': infer Body } }
-  ? { body: Body; contentType?: string }
+  ? { body: Body | StreamedJson<Body>; contentType?: string }
   : Response extends { content: Record<string, unknown> }
     ? { body: Buffer; contentType: string }
     : { body?: undefined; contentType?: undefined };
@@ -268,7 +269,9 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     call.remoteAddress = call.client.address ?? '';
     const send = (reply: RestReply) => {
       try {
-        sendReply(res, reply, options.commonHeaders, head);
+        // A streamed body fails after its head was sent: the response is cut, the cause logged.
+        const onStreamError = reply.body instanceof StreamedJson ? (error: unknown) => options.onError?.(error, requestId) : undefined;
+        sendReply(res, reply, options.commonHeaders, head, onStreamError);
       } catch (error) {
         // A reply that cannot be written (a body JSON cannot encode): a generic 500, the cause logged.
         options.onError?.(error, requestId);
@@ -513,14 +516,30 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   return parsed;
 }
 
-/** Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. */
-export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
+/**
+ * Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. A
+ * `StreamedJson` body is written as the client reads it, without Content-Length; if producing it
+ * fails after the head was sent, the response is destroyed and `onStreamError` told.
+ */
+export function sendReply(
+  res: NodeResponse,
+  reply: RestReply,
+  commonHeaders: Record<string, string> | undefined,
+  head: boolean,
+  onStreamError?: (error: unknown) => void,
+): void {
   // One headers object, filled in place (the hot path allocates no merged copies).
   const headers: Record<string, string | number> = {};
   if (commonHeaders) for (const name in commonHeaders) headers[name] = commonHeaders[name] as string;
   if (reply.headers) for (const name in reply.headers) headers[name] = reply.headers[name] as string;
   if (reply.status === 413) Object.assign(headers, refusalHeaders(reply.status, res));
   let payload: Buffer | string = '';
+  if (reply.body instanceof StreamedJson) {
+    headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
+    (res as ServerResponse).writeHead(reply.status, headers);
+    writeStreamedJson(res, reply.body, head).catch((error: unknown) => onStreamError?.(error));
+    return;
+  }
   if (Buffer.isBuffer(reply.body)) {
     payload = reply.body;
     headers['content-type'] = reply.contentType ?? 'application/octet-stream';

@@ -489,6 +489,13 @@ export const SETTINGS = {
     note: '7 days',
     doc: 'route lifetime in seconds when `POST /routes` names none',
   }),
+  webhookReadsPerAddress: setting({
+    env: 'WEBHOOK_READS_PER_ADDRESS',
+    family: 'webhooks',
+    kind: integer(1, 10_000),
+    default: 4,
+    doc: 'inspection pages and HAR exports one client address (IPv6: per /64) may have in flight per process, each until the client has read (nearly) all of it; more answer 429 + `Retry-After` ([docs/hardening.md](docs/hardening.md))',
+  }),
   webhookPublicUrl: setting({
     env: 'WEBHOOK_PUBLIC_URL',
     family: 'webhooks',

@@ -8,6 +8,7 @@ import type { operations as Publishing } from '../../generated/openapi/publishin
 import type { operations as Users } from '../../generated/openapi/users.js';
 import type { operations as Webhooks } from '../../generated/openapi/webhooks.js';
 import type { OperationCall, ReplyOf, RestHandlers } from '../../src/http/rest-api.js';
+import type { StreamedJson } from '../../src/http/streamed-json.js';
 
 type Handlers = RestHandlers<Publishing>;
 declare const call: OperationCall<Publishing['getArticle']>;
@@ -23,6 +24,17 @@ export const wrongBody: Handlers['getArticle'] = () => ({
   status: 200,
   // @ts-expect-error a topic list is not the documented Article
   body: { items: [], total: 0, limit: 20, offset: 0 },
+});
+
+declare const inspection: StreamedJson<Webhooks['inspectRoute']['responses'][200]['content']['application/json']>;
+
+/** A body produced as the client reads it is typed by the document it spells, like any JSON body. */
+export const streamed: RestHandlers<Webhooks>['inspectRoute'] = () => ({ status: 200, body: inspection });
+
+export const wrongStream: Handlers['getArticle'] = () => ({
+  status: 200,
+  // @ts-expect-error a stream of an Inspection is not the documented Article
+  body: inspection,
 });
 
 export const missingField: Handlers['getArticle'] = () => ({

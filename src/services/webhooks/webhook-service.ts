@@ -24,6 +24,7 @@ import type { Database } from '../../store/database.js';
 import { decodeWebhookEvent, WEBHOOK_CHANNEL } from '../../store/repositories/webhook-events.js';
 import {
   WebhookRepository,
+  type CapturePlan,
   type CaptureQuery,
   type RouteResponseConfig,
   type RouteRow,
@@ -33,7 +34,8 @@ import { CaptureWriter, type CaptureOutcome, type CommittedBatch } from './captu
 import { LiveFeed, type FeedSubscriber } from './live-feed.js';
 import { RouteCache } from './route-cache.js';
 import { RouteCreationLimit } from './route-limit.js';
-import { DelaySlots } from './delay-slots.js';
+import { KeyedSlots } from './keyed-slots.js';
+import { clientKey } from '../client-address.js';
 import { WebhookSweeper } from './sweeper.js';
 
 export type { RouteRow, StoredCapture };
@@ -51,6 +53,16 @@ export interface InspectQuery {
   before?: string | undefined;
   q?: string | undefined;
   method?: string | undefined;
+}
+
+/**
+ * A JSON document produced as its reader asks: `chunks` spell its text (`Document` is its type, for
+ * the compiler only). `done` must be called once when the reading is over, however it ended.
+ */
+export interface ChunkedDocument<Document> {
+  readonly chunks: AsyncIterable<string>;
+  done(): void;
+  readonly document?: Document;
 }
 
 /** Routes live at most 30 days (docs/webhooks.md, contracts/openapi/webhooks.yaml). */
@@ -91,7 +103,8 @@ export class WebhookService {
   private readonly feed: LiveFeed;
   private readonly sweeper: WebhookSweeper;
   private readonly creations: RouteCreationLimit;
-  private readonly delays: DelaySlots;
+  private readonly delays: KeyedSlots;
+  private readonly reads: KeyedSlots;
   private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
@@ -100,7 +113,8 @@ export class WebhookService {
     onError: (error: unknown, worker: WebhookWorker) => void = () => undefined,
   ) {
     this.repository = new WebhookRepository(knex, config.webhookListBodyBytes);
-    this.delays = new DelaySlots(config.webhookDelayConcurrency);
+    this.delays = new KeyedSlots(config.webhookDelayConcurrency);
+    this.reads = new KeyedSlots(config.webhookReadsPerAddress);
     this.routes = new RouteCache((id) => this.repository.findLiveRoute(id), undefined, undefined, undefined, config.webhookRouteCacheBytes);
     this.creations = new RouteCreationLimit(knex, { maxPerWindow: config.webhookRouteLimit, windowSeconds: config.webhookRouteWindowSeconds });
     this.writer = new CaptureWriter({
@@ -245,41 +259,103 @@ export class WebhookService {
   /**
    * One page of captures, newest first, filtered by `q` and `method`; bounded in rows and in bytes
    * (WEBHOOK_PAGE_BYTES; large bodies left out). `next` is the cursor for the older page, or null.
+   * The page is produced as the client reads it (a chunk of captures at a time), and
+   * one client address has at most WEBHOOK_READS_PER_ADDRESS pages and exports in flight: more are
+   * refused with 429, so a client that never reads what it asked for costs bounded work.
    */
-  async inspect(routeId: string, query: InspectQuery): Promise<Inspection> {
-    const route = await this.freshRoute(routeId);
-    const { items, more } = await this.repository.listCaptures(route.id, this.captureQuery(query));
-    // The repository bounded what was read by an estimate; the page is cut on the exact JSON size
-    // (a body of quotes or control characters grows up to 6× as JSON text).
-    const views: CapturedRequestView[] = [];
-    let bytes = 256;
-    let cut = false;
-    for (const capture of items) {
-      const view = await this.view(capture);
-      const size = Buffer.byteLength(JSON.stringify(view)) + 1;
-      if (views.length > 0 && bytes + size > this.config.webhookPageBytes) {
-        cut = true;
-        break;
-      }
-      views.push(view);
-      bytes += size;
-    }
-    const last = items[views.length - 1];
-    return {
-      routeId: route.id,
-      createdAt: route.createdAt.toISOString(),
-      expiresAt: route.expiresAt.toISOString(),
-      items: views,
-      next: (more || cut) && last ? String(last.seq) : null,
-    };
+  async inspect(routeId: string, query: InspectQuery, clientAddress: string | undefined): Promise<ChunkedDocument<Inspection>> {
+    return this.streamedRead(clientAddress, async () => {
+      const route = await this.freshRoute(routeId);
+      return this.inspectionChunks(route, await this.repository.planCaptures(route.id, this.captureQuery(query)));
+    });
   }
 
-  /** A page of captures (as `inspect`) as a HAR 1.2 document, and the cursor of the next page. */
-  async exportHar(routeId: string, query: InspectQuery, origin: string): Promise<{ har: Har; next: string | null }> {
-    const route = await this.freshRoute(routeId);
-    const { items, more } = await this.repository.listCaptures(route.id, this.captureQuery(query));
-    const last = items[items.length - 1];
-    return { har: harDocument(items.map((capture) => toHarEntry(capture, origin, capture.bodyOmitted))), next: more && last ? String(last.seq) : null };
+  /**
+   * A page of captures (as `inspect`, and bounded the same way) as a HAR 1.2 document, produced as
+   * the client reads it, and the cursor of the next page (known before any body is read).
+   */
+  async exportHar(
+    routeId: string,
+    query: InspectQuery,
+    origin: string,
+    clientAddress: string | undefined,
+  ): Promise<{ har: ChunkedDocument<Har>; next: string | null }> {
+    let next: string | null = null;
+    const har = await this.streamedRead<Har>(clientAddress, async () => {
+      const route = await this.freshRoute(routeId);
+      const plan = await this.repository.planCaptures(route.id, this.captureQuery(query));
+      const last = plan.rows[plan.rows.length - 1];
+      next = plan.more && last ? String(last.seq) : null;
+      return this.harChunks(route.id, plan, origin);
+    });
+    return { har, next };
+  }
+
+  /**
+   * Takes one of the client address's read slots (429 when they are all held), runs `start` (the
+   * route lookup and the page plan, so their errors are ordinary answers) and hands the slot to the
+   * streamed body, which gives it back however the reply ends.
+   */
+  private async streamedRead<Document>(clientAddress: string | undefined, start: () => Promise<AsyncIterable<string>>): Promise<ChunkedDocument<Document>> {
+    const release = this.reads.take(clientKey(clientAddress));
+    if (!release) {
+      throw new AppError('resource_exhausted', `Too many pages in flight from this address; at most ${this.config.webhookReadsPerAddress} at once.`, {
+        retryAfterSeconds: 1,
+      });
+    }
+    try {
+      return { chunks: await start(), done: release };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /**
+   * The JSON text of an `Inspection`, a chunk of captures at a time: the same bytes as
+   * `JSON.stringify` of the whole page. The page is cut on the exact JSON size of its items (the
+   * plan bounded it by an estimate; a body of quotes or control characters grows up to 6× as JSON).
+   */
+  private async *inspectionChunks(route: RouteRow, plan: CapturePlan): AsyncGenerator<string> {
+    const head = JSON.stringify({ routeId: route.id, createdAt: route.createdAt.toISOString(), expiresAt: route.expiresAt.toISOString() });
+    yield `${head.slice(0, -1)},"items":[`;
+    let bytes = 256;
+    let count = 0;
+    let cut = false;
+    let lastSeq: number | undefined;
+    for (const seqs of chunksOf(plan)) {
+      let text = '';
+      for (const capture of await this.repository.capturesOfPage(route.id, seqs)) {
+        const json = JSON.stringify(await this.view(capture));
+        const size = Buffer.byteLength(json) + 1;
+        if (count > 0 && bytes + size > this.config.webhookPageBytes) {
+          cut = true;
+          break;
+        }
+        text += count === 0 ? json : `,${json}`;
+        count++;
+        bytes += size;
+        lastSeq = capture.seq;
+      }
+      if (text !== '') yield text;
+      if (cut) break;
+    }
+    yield `],"next":${JSON.stringify((plan.more || cut) && lastSeq !== undefined ? String(lastSeq) : null)}}`;
+  }
+
+  /** The JSON text of a HAR 1.2 document of a page's captures, a chunk at a time (as `harDocument`). */
+  private async *harChunks(routeId: string, plan: CapturePlan, origin: string): AsyncGenerator<string> {
+    const empty = JSON.stringify(harDocument([]));
+    const at = empty.lastIndexOf('[]');
+    yield empty.slice(0, at + 1);
+    let first = true;
+    for (const seqs of chunksOf(plan)) {
+      const entries = (await this.repository.capturesOfPage(routeId, seqs)).map((capture) => JSON.stringify(toHarEntry(capture, origin, capture.bodyOmitted)));
+      if (entries.length === 0) continue;
+      yield `${first ? '' : ','}${entries.join(',')}`;
+      first = false;
+    }
+    yield empty.slice(at + 1);
   }
 
   /** One capture as a HAR 1.2 document with one entry. */
@@ -348,6 +424,29 @@ export class WebhookService {
     if (!route) throw new AppError('not_found', 'No such route (it may have expired).');
     return route;
   }
+}
+
+/** Estimated JSON bytes of one chunk of a page: the unit read from the database and written at a time. */
+const PAGE_CHUNK_BYTES = 256 * 1024;
+
+/** A plan's sequence numbers in chunks of about PAGE_CHUNK_BYTES (by its running estimate), at least one row each. */
+function chunksOf(plan: CapturePlan): number[][] {
+  const chunks: number[][] = [];
+  let chunk: number[] = [];
+  // The running estimate before the chunk's first row, and after the row before this one.
+  let before = 0;
+  let previous = 0;
+  for (const row of plan.rows) {
+    if (chunk.length > 0 && row.runningBytes - before > PAGE_CHUNK_BYTES) {
+      chunks.push(chunk);
+      chunk = [];
+      before = previous;
+    }
+    chunk.push(row.seq);
+    previous = row.runningBytes;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 function checkedVerify(input: NonNullable<CreateRouteRequest['verify']>, violations: Violation[]): VerifyConfig | null {

@@ -42,6 +42,12 @@ export interface CaptureQuery {
   pageBytes: number;
 }
 
+/** The rows of one page, newest first, with the running estimate of its JSON; `more` when older ones match. */
+export interface CapturePlan {
+  rows: Array<{ seq: number; runningBytes: number }>;
+  more: boolean;
+}
+
 /** What one group commit did: which routes were live (their captures stored) and the new rows. */
 export interface BatchResult {
   liveRoutes: Set<string>;
@@ -246,13 +252,15 @@ export class WebhookRepository {
   }
 
   /**
-   * One page of a route's captures, newest first, strictly older than `beforeSeq` when given,
-   * filtered by method and text. Bounded in bytes as well as rows: large bodies are never read
-   * (see LIST_COLUMNS) and rows stop once the running estimate of the page's JSON passes
-   * `pageBytes`. The scan is bounded by the route's captures (at most WEBHOOK_MAX_REQUESTS).
-   * `more` tells whether older matching captures exist.
+   * Which captures one page holds, decided before any body is read: a route's captures newest first,
+   * strictly older than `beforeSeq` when given, filtered by method and text, as sequence numbers with
+   * the running estimate of the page's JSON (`runningBytes`, see ITEM_COST_SQL). Bounded in bytes
+   * as well as rows: rows stop once the estimate passes `pageBytes` (at least one row). The bodies
+   * are then read a chunk at a time (`capturesOfPage`) as the client takes the page. The scan is
+   * bounded by the route's captures (at most WEBHOOK_MAX_REQUESTS). `more` tells whether older
+   * matching captures exist.
    */
-  async listCaptures(routeId: string, query: CaptureQuery, trx: Knex = this.knex): Promise<{ items: StoredCapture[]; more: boolean }> {
+  async planCaptures(routeId: string, query: CaptureQuery, trx: Knex = this.knex): Promise<CapturePlan> {
     const conditions = ['route_id = ?'];
     const bindings: Array<string | number> = [routeId];
     if (query.beforeSeq !== undefined) {
@@ -273,20 +281,23 @@ export class WebhookRepository {
       bindings.push(pattern, pattern, pattern, query.text, `%${query.text.replace(/\\/g, '\\\\').replace(/[\\%_]/g, '\\$&')}%`);
     }
     const result = await trx.raw(
-      `SELECT * FROM (
-         SELECT ${LIST_COLUMNS}, sum(${ITEM_COST_SQL}) OVER (ORDER BY seq DESC) AS running_bytes
-         FROM webhook_requests WHERE ${conditions.join(' AND ')}
-         ORDER BY seq DESC LIMIT ?
-       ) page ORDER BY seq DESC`,
-      [this.inlineBodyBytes, this.inlineBodyBytes, ...bindings, query.limit + 1],
+      `SELECT seq, sum(${ITEM_COST_SQL}) OVER (ORDER BY seq DESC) AS running_bytes
+       FROM webhook_requests WHERE ${conditions.join(' AND ')}
+       ORDER BY seq DESC LIMIT ?`,
+      [this.inlineBodyBytes, ...bindings, query.limit + 1],
     );
-    const rows = rowsOf<CaptureRowDb & { running_bytes: number | string }>(result);
-    const items: StoredCapture[] = [];
-    for (const row of rows) {
-      if (items.length === query.limit || (items.length > 0 && Number(row.running_bytes) > query.pageBytes)) return { items, more: true };
-      items.push(toCapture(row));
+    const rows: CapturePlan['rows'] = [];
+    for (const row of rowsOf<{ seq: number | string; running_bytes: number | string }>(result)) {
+      const runningBytes = Number(row.running_bytes);
+      if (rows.length === query.limit || (rows.length > 0 && runningBytes > query.pageBytes)) return { rows, more: true };
+      rows.push({ seq: Number(row.seq), runningBytes });
     }
-    return { items, more: false };
+    return { rows, more: false };
+  }
+
+  /** The captures of `seqs` (a chunk of a plan), newest first; large bodies left out as in every list. */
+  async capturesOfPage(routeId: string, seqs: readonly number[], trx: Knex = this.knex): Promise<StoredCapture[]> {
+    return (await this.capturesBySeq(routeId, seqs, trx)).reverse();
   }
 
   /** Captures by sequence number (what a NOTIFY names), oldest first; large bodies left out as in a list. */

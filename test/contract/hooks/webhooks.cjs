@@ -12,6 +12,7 @@
  *   receives a complete `text/event-stream` answer with one real event.
  */
 const hooks = require('hooks');
+const http2 = require('node:http2');
 const { contract, keyOf, asyncHook, SERVER_URL } = require('../support.cjs');
 
 const doc = contract('webhooks');
@@ -97,6 +98,35 @@ async function exhaustRouteAllowance() {
 
 const RATE_LIMITED = new Set(['POST /routes 429', 'GET /inspect 429']);
 
+/** WEBHOOK_READS_PER_ADDRESS in webhooks.env.json: pages one address may have in flight. */
+const READS_PER_ADDRESS = 2;
+/** The HTTP/2 session holding this address's page reads for the transaction in progress. */
+let unreadSession;
+
+/**
+ * Holds every page read this address may have in flight: READS_PER_ADDRESS pages of a route with a
+ * 40 KiB capture, asked for over HTTP/2 with a flow-control window of 0, so none is ever read. The
+ * after hook closes the session, which gives the reads back.
+ */
+async function holdPageReads() {
+  const { routeId } = await captured('application/json', JSON.stringify({ pad: 'p'.repeat(40 * 1024) }));
+  unreadSession = http2.connect(SERVER_URL, { settings: { initialWindowSize: 0 } });
+  unreadSession.on('error', () => undefined);
+  const statuses = await Promise.all(
+    Array.from(
+      { length: READS_PER_ADDRESS },
+      () =>
+        new Promise((resolve) => {
+          const stream = unreadSession.request({ ':path': `/inspect/${routeId}`, accept: 'application/json' });
+          stream.on('error', () => resolve(0));
+          stream.once('response', (headers) => resolve(headers[':status']));
+        }),
+    ),
+  );
+  if (statuses.some((status) => status !== 200)) throw new Error(`holding page reads answered ${statuses.join(', ')}`);
+  return routeId;
+}
+
 const PLANS = {
   'POST /routes 429': () => exhaustRouteAllowance(),
   'GET /inspect 429': () => exhaustRouteAllowance(),
@@ -126,6 +156,10 @@ const PLANS = {
   'GET /inspect/{routeId} 400': (t) => {
     acceptJson(t);
     setPath(t, `/inspect/${MALFORMED}`);
+  },
+  'GET /inspect/{routeId} 429': async (t) => {
+    acceptJson(t);
+    setPath(t, `/inspect/${await holdPageReads()}`);
   },
   'GET /inspect/{routeId} 404': (t) => {
     if (isHtml(t)) {
@@ -167,6 +201,7 @@ const PLANS = {
   },
   'GET /inspect/{routeId}/export.har 400': (t) => setPath(t, `/inspect/${UNKNOWN}/export.har?limit=0`),
   'GET /inspect/{routeId}/export.har 404': (t) => setPath(t, `/inspect/${UNKNOWN}/export.har`),
+  'GET /inspect/{routeId}/export.har 429': async (t) => setPath(t, `/inspect/${await holdPageReads()}/export.har`),
   'GET /inspect/{routeId}/requests/{requestId}/har 200': async (t) => {
     const { routeId, requestId } = await captured();
     setPath(t, `/inspect/${routeId}/requests/${requestId}/har`);
@@ -222,9 +257,17 @@ hooks.beforeEach(
   }),
 );
 
-// After a rate-limited transaction the window is waited out, so later fixtures can create routes.
+// After a rate-limited transaction the window is waited out, so later fixtures can create routes;
+// held page reads are given back by closing their session.
 hooks.afterEach(
   asyncHook(async (transaction) => {
     if (RATE_LIMITED.has(keyOf(transaction))) await new Promise((resolve) => setTimeout(resolve, 2100));
+    if (unreadSession) {
+      const session = unreadSession;
+      unreadSession = undefined;
+      const closed = new Promise((resolve) => session.once('close', resolve));
+      session.destroy();
+      await closed;
+    }
   }),
 );
