@@ -152,6 +152,7 @@ export async function unpackPgliteDataDir(dataDir: string, archive: string | Blo
   try {
     const entries = tarEntries(source);
     if (!entries) return false;
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const chunk = Buffer.allocUnsafe(COPY_CHUNK);
     for (const entry of entries) {
       const target = join(dataDir, entry.path);
