@@ -16,7 +16,7 @@ export interface SandboxDataDir {
 }
 
 /** Room /dev/shm must have for the sandbox to use it: the seeded store (~45 MB) and what a client adds. */
-export const SHM_MIN_FREE_BYTES = 256 * 1024 * 1024;
+const SHM_MIN_FREE_BYTES = 256 * 1024 * 1024;
 
 /** Where the scratch directory goes: /dev/shm when it exists, is writable and has room, else the OS temp directory. */
 export function scratchParent(shm = '/dev/shm', minFreeBytes = SHM_MIN_FREE_BYTES): string {
