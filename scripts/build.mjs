@@ -104,7 +104,9 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
 if (!process.argv.includes('--no-bundle')) await bundleEntry(join(OUT, 'src/main.js'));
 // `cfs` as one bundled module (bin/cfs.js runs it): scripts/build-cli.mjs.
 await buildCli(OUT);
-const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar.gz'));
+// The gzip'd dump earlier builds shipped (the template is now an uncompressed archive of a clean shutdown).
+rmSync(join(OUT, 'pglite-template.tar.gz'), { force: true });
+const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar'));
 
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
 console.log(`built ${files.length} files into ${shown} (PGlite template ${template}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -133,15 +135,15 @@ async function vendorMarkdownIt(dir) {
 /**
  * The migrated PGlite template a new embedded database starts from instead of initdb and the
  * migrations (src/store/pglite-template.ts): kept when the one in place still matches, copied from the
- * test suite's cache (.tmp/) when that one does, made otherwise (initdb and the migrations in memory,
- * seconds). Made from the sources with tsx in a child: the compiled modules in `--out` cannot resolve
+ * test suite's cache (.tmp/) when that one does, made otherwise (initdb and the migrations in a
+ * scratch directory, then a clean shutdown; seconds). Made from the sources with tsx in a child: the compiled modules in `--out` cannot resolve
  * packages from a directory outside the checkout.
  */
 async function buildPgliteTemplate(tarball) {
   const script = `
     const { templateKey, writePgliteTemplate } = await import('./src/store/pglite-template.ts');
     const [tarball, cacheDir] = process.argv.slice(1);
-    process.stdout.write(await writePgliteTemplate(tarball, cacheDir + '/pglite-template-' + templateKey() + '.tar.gz'));`;
+    process.stdout.write(await writePgliteTemplate(tarball, cacheDir + '/pglite-template-' + templateKey() + '.tar'));`;
   const { execFileSync } = await import('node:child_process');
   return execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, tarball, join(ROOT, '.tmp')], {
     cwd: ROOT,

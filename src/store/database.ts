@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import type pg from 'pg';
@@ -71,7 +71,7 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   /** PGlite data directory; `memory://` keeps the database in memory. */
   dataDir?: string;
-  /** A gzip tarball from `dumpDataDir`, loaded instead of running initdb (tests use a migrated template). */
+  /** A data directory archive (a template, a `dumpDataDir`), loaded instead of running initdb (tests use a migrated template). */
   loadDataDir?: Blob;
   poolMax?: number;
   /** PostgreSQL only: how long to wait for a new connection (DB_CONNECT_TIMEOUT_MS). */
@@ -93,10 +93,11 @@ export interface DatabaseOptions {
   pgliteSharedBuffersMb?: number;
   /**
    * PGlite only: where a new database (a DATA_DIR holding none, or `memory://`) comes from when
-   * `loadDataDir` is not given: this migrated dump when it answers one (shippedPgliteTemplate, in
-   * well under a second), else initdb (seconds, more on a busy machine).
+   * `loadDataDir` is not given: the migrated template archive at the path this answers
+   * (shippedPgliteTemplate; copied into DATA_DIR in well under a second), else initdb (seconds, more
+   * on a busy machine).
    */
-  newDatabaseTemplate?: () => Promise<Blob | undefined>;
+  newDatabaseTemplate?: () => Promise<string | undefined>;
   /** PGlite only: told before a new database is made, and how, so a slow first start can say why it is slow. */
   onNewDatabase?: (how: NewDatabaseSource) => void;
 }
@@ -245,8 +246,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   preferBaselineWasm();
   const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? defaultOf('pgliteSharedBuffersMb'));
   const pglite = await (async () => {
-    // loadDataDir fills an empty directory from its tarball instead of initdb.
-    let loadDataDir = options.loadDataDir;
+    // A new database comes from an archive (loadDataDir, or the template's file) instead of initdb.
+    let loadDataDir: Blob | string | undefined = options.loadDataDir;
     const isNew = !onDisk || !existsSync(join(dataDir, 'PG_VERSION'));
     if (!loadDataDir && isNew && options.newDatabaseTemplate) {
       loadDataDir = await options.newDatabaseTemplate();
@@ -254,6 +255,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     }
     // On disk, unpacked by us and opened like a restart (cheaper than PGlite's loadDataDir).
     if (onDisk && loadDataDir && isNew && (await unpackPgliteDataDir(dataDir, loadDataDir))) loadDataDir = undefined;
+    if (typeof loadDataDir === 'string') loadDataDir = new Blob([readFileSync(loadDataDir)]);
     if (onDisk && !loadDataDir) await initPgliteDataDir(dataDir, startParams);
     return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir, startParams });
   })().catch((error: unknown) => {

@@ -1,15 +1,22 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrationSource } from './migrations/index.js';
 
 /**
- * A new embedded database starts from a migrated template instead of initdb and the migrations: PGlite
- * loads a `dumpDataDir` tarball in well under a second where initdb alone takes seconds (issue 29).
- * `npm run build` writes one into dist/ (`pglite-template.tar.gz`, with `pglite-template.json`
+ * A new embedded database starts from a migrated template instead of initdb and the migrations
+ * (issue 29). `npm run build` writes one into dist/ (`pglite-template.tar`, with `pglite-template.json`
  * beside it saying what it was made from); the test suite makes the same one in `.tmp/`.
+ *
+ * The template is the data directory of a database that was migrated and then shut down cleanly,
+ * as an uncompressed ustar archive: the server copies it into a new DATA_DIR (unpackPgliteDataDir)
+ * and opens it exactly like a restart. Two things the first start measured slow are gone that way:
+ * gunzipping 41 MB into fresh memory (a `dumpDataDir('gzip')`), and crash recovery, since a dump of
+ * a running database opens as one that crashed. PGlite's `loadDataDir` takes the same archive for
+ * an in-memory database.
  *
  * A template is used only when it was made by the running PGlite from the running code's migrations;
  * otherwise the caller falls back to initdb and migrates as before. Any migration the code has and
@@ -23,10 +30,12 @@ interface TemplateManifest {
   migrations: string[];
   /** sourcesKey() of the code that made it, when its migration sources were at hand. */
   key?: string | undefined;
+  /** sha256 of the archive, so that whatever is kept from it (the sandbox's seed) knows it changed. */
+  digest?: string;
 }
 
-const FILE = 'pglite-template.tar.gz';
-const manifestPathOf = (tarball: string) => tarball.replace(/\.tar\.gz$/, '.json');
+const FILE = 'pglite-template.tar';
+const manifestPathOf = (tarball: string) => tarball.replace(/\.tar(\.gz)?$/, '.json');
 
 /** The migrations' TypeScript sources, when this runs from a checkout (tsx, jest, or dist/ inside one). */
 function migrationSourcesDir(): string | undefined {
@@ -68,12 +77,8 @@ async function currentManifest(): Promise<TemplateManifest> {
   return { pglite: pgliteVersion(), migrations: await migrationSource.getMigrations([]), key: sourcesKey() };
 }
 
-/**
- * The template at `tarball` as a Blob for `openDatabase({ loadDataDir })`, or undefined when it is
- * absent or was not made by this PGlite from these migrations (the key is compared only when both
- * sides had the sources).
- */
-export async function readPgliteTemplate(tarball: string): Promise<Blob | undefined> {
+/** The manifest beside `tarball` when it says the archive was made by this PGlite from these migrations. */
+async function matchingManifest(tarball: string): Promise<TemplateManifest | undefined> {
   let made: TemplateManifest;
   try {
     made = JSON.parse(readFileSync(manifestPathOf(tarball), 'utf8')) as TemplateManifest;
@@ -84,6 +89,20 @@ export async function readPgliteTemplate(tarball: string): Promise<Blob | undefi
   if (made.pglite !== now.pglite) return undefined;
   if (JSON.stringify(made.migrations) !== JSON.stringify(now.migrations)) return undefined;
   if (made.key && now.key && made.key !== now.key) return undefined;
+  return existsSync(tarball) ? made : undefined;
+}
+
+/**
+ * `tarball` when it is a template made by this PGlite from these migrations (the key is compared only
+ * when both sides had the sources), else undefined.
+ */
+export async function matchingPgliteTemplate(tarball: string): Promise<string | undefined> {
+  return (await matchingManifest(tarball)) ? tarball : undefined;
+}
+
+/** The template at `tarball` as a Blob for `openDatabase({ loadDataDir })` (in memory), when it matches as above. */
+export async function readPgliteTemplate(tarball: string): Promise<Blob | undefined> {
+  if (!(await matchingPgliteTemplate(tarball))) return undefined;
   try {
     return new Blob([readFileSync(tarball)]);
   } catch {
@@ -91,49 +110,71 @@ export async function readPgliteTemplate(tarball: string): Promise<Blob | undefi
   }
 }
 
+/**
+ * What identifies a matching template's content (its manifest's digest, or the archive hashed when
+ * an older build wrote none), so that what was made from it can be kept and found again.
+ */
+export async function templateDigest(tarball: string): Promise<string> {
+  const manifest = await matchingManifest(tarball);
+  if (manifest?.digest) return manifest.digest;
+  return fileDigest(tarball);
+}
+
+async function fileDigest(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
 /** Where the build puts the template: dist/ of this module's build, or the checkout's dist/ under tsx. */
 function shippedTemplatePaths(): string[] {
   return [new URL(`../../${FILE}`, import.meta.url), new URL(`../../dist/${FILE}`, import.meta.url)].map((url) => fileURLToPath(url));
 }
 
-/** The template shipped with the build, or undefined when there is none or it does not match this code. */
-export async function shippedPgliteTemplate(): Promise<Blob | undefined> {
+/** The path of the template shipped with the build, or undefined when there is none or it does not match this code. */
+export async function shippedPgliteTemplate(): Promise<string | undefined> {
   for (const path of shippedTemplatePaths()) {
     if (!existsSync(path)) continue;
-    const template = await readPgliteTemplate(path);
-    if (template) return template;
+    if (await matchingPgliteTemplate(path)) return path;
   }
   return undefined;
 }
 
 /**
- * Makes a template at `tarball` (and its manifest beside it): a new in-memory PGlite, migrated, dumped.
- * Nothing is done when a matching one is already there; one from `reuse` (a cache of matching
+ * Makes a template at `tarball` (and its manifest beside it): a new PGlite data directory, migrated,
+ * closed and archived. Nothing is done when a matching one is already there; one from `reuse` (a cache of matching
  * templates, e.g. the test suite's) is copied instead of made again, and a template made is left there too.
  */
 export async function writePgliteTemplate(tarball: string, reuse?: string): Promise<'kept' | 'copied' | 'made'> {
-  if (await readPgliteTemplate(tarball)) return 'kept';
+  if (await matchingPgliteTemplate(tarball)) return 'kept';
   mkdirSync(dirname(tarball), { recursive: true });
-  if (reuse && (await readPgliteTemplate(reuse))) {
+  if (reuse && (await matchingPgliteTemplate(reuse))) {
     copyFileSync(reuse, tarball);
     copyFileSync(manifestPathOf(reuse), manifestPathOf(tarball));
     return 'copied';
   }
   // Loaded here: the server's start reads templates and never needs to make one.
   const { openDatabase, migrateLatest } = await import('./database.js');
-  const db = await openDatabase({ dataDir: 'memory://' });
+  const { packPgliteDataDir } = await import('./pglite-init.js');
+  // Made on disk and closed (a clean shutdown) before it is archived: see the top of this file.
+  const scratch = mkdtempSync(join(tmpdir(), 'cfs-pglite-template-'));
   try {
-    await migrateLatest(db.knex);
-    const client = (db.knex.client as { pglite: { dumpDataDir(compression: 'gzip'): Promise<Blob> } }).pglite;
-    const dump = Buffer.from(await (await client.dumpDataDir('gzip')).arrayBuffer());
+    const dataDir = join(scratch, 'data');
+    const db = await openDatabase({ dataDir });
+    try {
+      await migrateLatest(db.knex);
+    } finally {
+      await db.close();
+    }
     // Written under temporary names and renamed: a reader never sees half a template.
-    writeFileSync(`${tarball}.${process.pid}`, dump);
+    packPgliteDataDir(dataDir, `${tarball}.${process.pid}`);
+    const digest = await fileDigest(`${tarball}.${process.pid}`);
     renameSync(`${tarball}.${process.pid}`, tarball);
     const manifest = `${manifestPathOf(tarball)}.${process.pid}`;
-    writeFileSync(manifest, `${JSON.stringify(await currentManifest(), null, 2)}\n`);
+    writeFileSync(manifest, `${JSON.stringify({ ...(await currentManifest()), digest }, null, 2)}\n`);
     renameSync(manifest, manifestPathOf(tarball));
   } finally {
-    await db.close();
+    rmSync(scratch, { recursive: true, force: true });
   }
   if (reuse) {
     mkdirSync(dirname(reuse), { recursive: true });

@@ -112,7 +112,7 @@ describe('Dockerfile', () => {
         (instruction) =>
           instruction.keyword === 'COPY' &&
           instruction.args.includes(`--from=${build?.name}`) &&
-          instruction.args.includes('dist/pglite-template.tar.gz') &&
+          /dist\/pglite-template\.tar(\s|$)/.test(instruction.args) &&
           instruction.args.includes('dist/pglite-template.json'),
       ),
     ).toBe(true);

@@ -6,5 +6,5 @@ const TEMPLATE_DIR = `${ROOT}.tmp`;
 
 /** The suite's migrated PGlite template, named by its key so a stale one is never reused (src/store/pglite-template.ts). */
 export function pgliteTemplatePath(): string {
-  return `${TEMPLATE_DIR}/pglite-template-${templateKey()}.tar.gz`;
+  return `${TEMPLATE_DIR}/pglite-template-${templateKey()}.tar`;
 }
