@@ -82,7 +82,14 @@ export function webhookApiHandlers(webhooks: WebhookService, config: Config): Re
     }),
     getCapturedRequestCurl: async (call) => ({
       status: 200,
-      body: Buffer.from(await webhooks.captureCurl(call.params.routeId, call.params.requestId, servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl), call.query.url)),
+      body: Buffer.from(
+        await webhooks.captureCurl(
+          call.params.routeId,
+          call.params.requestId,
+          servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl),
+          call.query.url,
+        ),
+      ),
       contentType: 'text/plain; charset=utf-8',
       headers: { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
     }),
