@@ -4,7 +4,8 @@ import { AppError, toAppError } from '../errors.js';
 import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
-import { baseUrlOf, type WebhookUrlSettings } from './webhooks.js';
+import type { WebhookUrlSettings } from './webhooks.js';
+import { servingOriginOf } from '../http/serving-origin.js';
 import { clientAddressOf, clientOf } from '../http/request-client.js';
 
 /**
@@ -64,7 +65,7 @@ export function createInspectorPages(webhooks: WebhookService, config: WebhookUr
     async openNew(req: NodeRequest, res: NodeResponse): Promise<void> {
       let route;
       try {
-        route = await webhooks.createRoute(undefined, baseUrlOf(config, req.headers, clientOf(req)), clientAddressOf(req));
+        route = await webhooks.createRoute(undefined, servingOriginOf(config, req.headers, clientOf(req), config.webhookPublicUrl), clientAddressOf(req));
       } catch (error) {
         if (!(error instanceof AppError && error.code === 'resource_exhausted')) throw error;
         writeProblem(res, error);

@@ -1,18 +1,12 @@
 import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
-import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
+import type { RestHandlers } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
-import type { ResolvedClient } from '../services/client-address.js';
 import { servingOriginOf } from '../http/serving-origin.js';
 import { StreamedJson } from '../http/streamed-json.js';
 
 /** The settings the webhook pages and operations read: WEBHOOK_PUBLIC_URL, and the listener's for the origin it falls back to. */
 export type WebhookUrlSettings = Pick<Config, 'webhookPublicUrl' | 'tlsCert' | 'port'>;
-
-/** Where clients reach this server: WEBHOOK_PUBLIC_URL, else the origin the request was sent to (`servingOriginOf`). */
-export function baseUrlOf(config: WebhookUrlSettings, headers: NodeRequest['headers'], client: ResolvedClient): string {
-  return config.webhookPublicUrl ?? servingOriginOf(config, headers, client);
-}
 
 /** The operations the contract engine serves; capture, the page and the event stream are served by the module itself. */
 type JsonOperation =
@@ -41,7 +35,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
   return {
     createRoute: async (call) => ({
       status: 201,
-      body: await webhooks.createRoute(call.body, baseUrlOf(config, call.headers, call.client), call.remoteAddress),
+      body: await webhooks.createRoute(call.body, servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl), call.remoteAddress),
     }),
     inspectRoute: async (call) => ({
       status: 200,
@@ -56,7 +50,7 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
     }),
     exportRouteHar: async (call) => {
       const query = { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method };
-      const { har, next } = await webhooks.exportHar(call.params.routeId, query, baseUrlOf(config, call.headers, call.client), call.remoteAddress);
+      const { har, next } = await webhooks.exportHar(call.params.routeId, query, servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl), call.remoteAddress);
       const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.routeId}.har"` };
       if (next !== null) {
         const params = new URLSearchParams({ limit: String(query.limit), before: next });
@@ -88,12 +82,19 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
     },
     getCapturedRequestHar: async (call) => ({
       status: 200,
-      body: await webhooks.captureHar(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers, call.client)),
+      body: await webhooks.captureHar(call.params.routeId, call.params.requestId, servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl)),
       headers: { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.requestId.toLowerCase()}.har"` },
     }),
     getCapturedRequestCurl: async (call) => ({
       status: 200,
-      body: Buffer.from(await webhooks.captureCurl(call.params.routeId, call.params.requestId, baseUrlOf(config, call.headers, call.client), call.query.url)),
+      body: Buffer.from(
+        await webhooks.captureCurl(
+          call.params.routeId,
+          call.params.requestId,
+          servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl),
+          call.query.url,
+        ),
+      ),
       contentType: 'text/plain; charset=utf-8',
       headers: { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' },
     }),

@@ -2,11 +2,11 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import type { ErrorObject } from 'ajv';
-import addFormats from 'ajv-formats';
-import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode, type Violation } from '../errors.js';
+import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode } from '../errors.js';
 import { findUnsafeNumber } from '../engines/json-numbers/index.js';
 import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
+import { CONTRACT_AJV_OPTIONS, violationsOf, withContractFormats } from './contract-rules.js';
 import { clientOf } from './request-client.js';
 import { StreamedJson, writeStreamedJson } from './streamed-json.js';
 import type { ResolvedClient } from '../services/client-address.js';
@@ -161,11 +161,8 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     // defers compiling validators.
     quick: true,
     coerceTypes: true,
-    ajvOpts: { allErrors: true, strict: false },
-    customizeAjv: (ajv) => {
-      addFormats.default(ajv);
-      return ajv;
-    },
+    ajvOpts: CONTRACT_AJV_OPTIONS,
+    customizeAjv: withContractFormats,
   });
   // Validators compile on first use of their operation (a few ms once): compiling all of them up
   // front was most of the server's start-up time, and every operation's validators are exercised by
@@ -585,26 +582,4 @@ function rejectNulCharacters(call: RestCall, operation: Operation): void {
   const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
   if (field !== undefined)
     throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
-}
-
-/**
- * At most this many violations are answered, each field name at most this long: ajv reports every
- * unknown property, so without a bound a body of a million of them would be echoed back whole. The
- * error schemas of the contracts promise these bounds (`maxItems`, `maxLength`; docs/contracts.md).
- */
-const MAX_VIOLATIONS = 100;
-const MAX_FIELD_LENGTH = 1024;
-
-/** Turns ajv's errors into `{field, message}` entries that name the request part and property. */
-function violationsOf(errors: ErrorObject[]): Violation[] {
-  return errors.slice(0, MAX_VIOLATIONS).map((error) => {
-    const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
-    const missing = error.keyword === 'required' ? String((error.params as { missingProperty?: string }).missingProperty ?? '') : '';
-    const extra = error.keyword === 'additionalProperties' ? String((error.params as { additionalProperty?: string }).additionalProperty ?? '') : '';
-    const leaf = missing || extra;
-    const field = [base.replace(/^requestBody\.?/, '').replace(/^(path|query|header)\.?/, ''), leaf].filter(Boolean).join('.');
-    const message = extra ? 'is not a known property' : (error.message ?? 'is invalid');
-    // A missing body is ajv's `required: requestBody`; clients know it as the body.
-    return { field: field === '' || field === 'requestBody' ? 'body' : field.slice(0, MAX_FIELD_LENGTH), message };
-  });
 }

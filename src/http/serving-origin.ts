@@ -13,8 +13,16 @@ const HOST = /^[A-Za-z0-9.\-:[\]]+$/;
  * those headers are ignored, so a client cannot make this server name another origin. A host that
  * is not a plain host[:port] falls back to `localhost:<PORT>`. Documents that name this server (OAuth
  * metadata, webhook URLs) are filled from it, so they point at whatever address the client used.
+ * An origin the operator configured (`configured`: WEBHOOK_PUBLIC_URL for webhook URLs) wins over
+ * all of that: it is the one place that decides which origin a document names.
  */
-export function servingOriginOf(config: Pick<Config, 'tlsCert' | 'port'>, headers: NodeRequest['headers'], client?: ResolvedClient): string {
+export function servingOriginOf(
+  config: Pick<Config, 'tlsCert' | 'port'>,
+  headers: NodeRequest['headers'],
+  client?: ResolvedClient,
+  configured?: string,
+): string {
+  if (configured !== undefined) return configured;
   let scheme = config.tlsCert ? 'https' : 'http';
   let host = String(headers.host ?? headers[':authority'] ?? '');
   if (client?.headersTrusted) {

@@ -1,38 +1,35 @@
 /**
  * The reset mask of a full update, computed as the Go SDK computes it (nebius/gosdk
- * proto/fieldmask/protobuf/from_message.go ResetMaskFromMessage, printed like fieldmask/mask
- * Mask.Marshal): every field that is unset or holds its default is named, so the server resets
- * it, and the message replaces the resource whole. Nested messages are walked; an empty list or
- * map is named; the elements of a list or map of messages are walked under `*`.
+ * proto/fieldmask/protobuf/from_message.go ResetMaskFromMessage): every field that is unset or
+ * holds its default is named, so the server resets it, and the message replaces the resource whole.
+ * Nested messages are walked; an empty list or map is named; the elements of a list or map of
+ * messages are walked under `*`. The tree and its canonical print are the server's own
+ * (src/engines/reset-mask), so what the SDK sends is what the server stores and compares.
  */
 import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
 import { isFieldSet } from '@bufbuild/protobuf';
+import { emptyResetMask, type MutableResetMask } from '../engines/reset-mask/reset-mask.js';
+import { printResetMask } from '../engines/reset-mask/print-reset-mask.js';
 
-interface MaskNode {
-  children: Map<string, MaskNode>;
-  any: MaskNode | undefined;
-}
-
-const node = (): MaskNode => ({ children: new Map(), any: undefined });
 const RECURSION_LIMIT = 1000;
 
 /** `X-ResetMask` for sending `message` as a full replacement. */
 export function resetMaskFromMessage<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): string {
-  const root = node();
+  const root = emptyResetMask();
   collect(root, schema, message as Record<string, unknown>, 0);
-  return print(root).join(',');
+  return printResetMask(root);
 }
 
-function childOf(mask: MaskNode, name: string): MaskNode {
+function childOf(mask: MutableResetMask, name: string): MutableResetMask {
   let child = mask.children.get(name);
   if (!child) {
-    child = node();
+    child = emptyResetMask();
     mask.children.set(name, child);
   }
   return child;
 }
 
-function collect(mask: MaskNode, schema: DescMessage, message: Record<string, unknown>, depth: number): void {
+function collect(mask: MutableResetMask, schema: DescMessage, message: Record<string, unknown>, depth: number): void {
   if (depth >= RECURSION_LIMIT) throw new Error('reset mask: recursion too deep');
   for (const field of schema.fields) {
     const name = field.name;
@@ -48,8 +45,8 @@ function collect(mask: MaskNode, schema: DescMessage, message: Record<string, un
       if (list.length === 0) childOf(mask, name);
       else if (field.listKind === 'message') {
         const child = childOf(mask, name);
-        child.any ??= node();
-        for (const element of list) collect(child.any, field.message, element as Record<string, unknown>, depth + 1);
+        child.wildcard ??= emptyResetMask();
+        for (const element of list) collect(child.wildcard, field.message, element as Record<string, unknown>, depth + 1);
       }
       continue;
     }
@@ -58,8 +55,8 @@ function collect(mask: MaskNode, schema: DescMessage, message: Record<string, un
       if (entries.length === 0) childOf(mask, name);
       else if (field.mapKind === 'message') {
         const child = childOf(mask, name);
-        child.any ??= node();
-        for (const entry of entries) collect(child.any, field.message, entry as Record<string, unknown>, depth + 1);
+        child.wildcard ??= emptyResetMask();
+        for (const entry of entries) collect(child.wildcard, field.message, entry as Record<string, unknown>, depth + 1);
       }
       continue;
     }
@@ -81,18 +78,4 @@ function oneofValue(message: Record<string, unknown>, oneof: string, member: str
 function isDefault(value: unknown): boolean {
   if (value instanceof Uint8Array) return value.length === 0;
   return value === 0 || value === 0n || value === false || value === '';
-}
-
-/** Canonical print: elements sorted bytewise, one child as `a.b`, several as `a.(b,c)`, `*` for every element. */
-function print(mask: MaskNode): string[] {
-  const elements: string[] = [];
-  const entries: Array<[string, MaskNode]> = [...mask.children];
-  if (mask.any) entries.push(['*', mask.any]);
-  for (const [key, child] of entries) {
-    const inner = print(child);
-    if (inner.length === 0) elements.push(key);
-    else if (inner.length === 1) elements.push(`${key}.${inner[0]}`);
-    else elements.push(`${key}.(${inner.join(',')})`);
-  }
-  return elements.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../config.js';
 import type { components } from '../../generated/openapi/users.js';
 import { AppError } from '../errors.js';
+import { contractCheck } from '../http/contract-rules.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import type { TokenService } from '../auth/token-service.js';
 import { bearerToken } from '../auth/bearer-token.js';
@@ -29,6 +30,10 @@ export interface UserPage {
   limit: number;
   next: string | undefined;
 }
+
+/** The contract's name and password of a new account (`CreateUserDto`), for the first admin made at sign-in. */
+const newNameRules = contractCheck('users', 'CreateUserDto/properties/name');
+const newPasswordRules = contractCheck('users', 'CreateUserDto/properties/password');
 
 /** Users per page of `GET /api/users` when the caller names no `limit` (the contract caps it at 1000). */
 const DEFAULT_LIST_LIMIT = 100;
@@ -277,11 +282,9 @@ export class UserService {
     if ((await this.users.countAdmins()) > 0) return undefined;
     // Refuse strangers before paying for a hash; re-checked under the lock below.
     await this.firstRun.check(claim, this.knex);
-    if (name.trim() === '' || !isAcceptablePassword(password)) {
-      throw new AppError('invalid_argument', 'Bad Request', {
-        violations: [{ field: 'password', message: `the first admin needs a name and a password of at least ${MIN_PASSWORD_LENGTH} characters` }],
-      });
-    }
+    // The sign-in body becomes an account, so it must keep the contract's rules of a new one.
+    const violations = [...newNameRules(name), ...newPasswordRules(password)];
+    if (violations.length > 0) throw new AppError('invalid_argument', 'Bad Request', { violations });
     const passwordHash = await hashPassword(password);
     return this.knex.transaction(async (trx) => {
       await this.users.lockAdmins(trx);

@@ -76,6 +76,41 @@ describe('POST /api/users', () => {
     expect(response.body).toEqual(expect.objectContaining(CONFLICT));
   });
 
+  // The same Unicode names through the JavaScript side (foldUserName) and the SQL side (the stored
+  // users.name_folded the database compares): the column holds exactly the JavaScript fold, and
+  // every path that looks a name up (creation, rename) agrees with it, for names folding together
+  // and for names that must stay apart.
+  test.each([
+    ['a no-break space', '\u00a0uni-nbsp', 'uni-nbsp', true],
+    ['an ideographic space', 'uni-ideo\u3000', 'UNI-IDEO', true],
+    ['a combining acute accent (NFKC composes it)', 'uni-cafe\u0301', 'uni-caf\u00e9', true],
+    ['full-width letters', '\uff35\uff2e\uff29-wide', 'uni-wide', true],
+    ['a Turkish dotted capital I (lower-cases to i and a combining dot)', '\u0130stanbul-uni', 'i\u0307stanbul-uni', true],
+    ['a capital sharp s', 'uni-stra\u1e9ee', 'UNI-STRA\u00dfE', true],
+    ['a zero-width space, which is no white space', 'uni\u200bzw', 'unizw', false],
+    ['a dotless i against the dotted one', 'uni-d\u0131m', 'uni-dim', false],
+    ['a sharp s against ss (no full case folding)', 'uni-gro\u00df', 'uni-gross', false],
+  ])('a name with %s: the stored fold is the JavaScript fold, creation and rename agree with it', async (_case, taken, other, same) => {
+    expect(foldUserName(taken) === foldUserName(other)).toBe(same);
+    const created = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: taken, password: 'folding-password', isAdmin: false } });
+    expect(created.status).toBe(200);
+    const row = await server.app.db.knex('users').where({ id: created.body.id }).first();
+    expect(row).toMatchObject({ name: taken, name_folded: foldUserName(taken) });
+    const helper = await call(server, 'POST', '/api/users', {
+      token: admin.token,
+      body: { name: `helper-${randomUUID()}`, password: 'folding-password', isAdmin: false },
+    });
+    const renamed = await call(server, 'PUT', `/api/users/${helper.body.id}`, { token: admin.token, body: { name: other } });
+    expect(renamed.status).toBe(same ? 409 : 200);
+    if (same) {
+      const again = await call(server, 'POST', '/api/users', { token: admin.token, body: { name: other, password: 'other-password', isAdmin: false } });
+      expect(again.status).toBe(409);
+    } else {
+      const stored = await server.app.db.knex('users').where({ id: helper.body.id }).first();
+      expect(stored).toMatchObject({ name: other, name_folded: foldUserName(other) });
+    }
+  });
+
   test('concurrent creations of one name give one 200 and 409s, never a 500', async () => {
     const responses = await Promise.all(
       [1, 2, 3].map(() => call(server, 'POST', '/api/users', { token: admin.token, body: { name: 'racer', password: 'racer-password', isAdmin: false } })),

@@ -239,6 +239,31 @@ describe('queries and mutations share the REST rules', () => {
     });
   });
 
+  test.each([
+    ['an over-long title, emoji counted as characters', { title: '😀'.repeat(301), text: 'x' }],
+    ['too many tags, one empty and one too long', { title: 'T', text: 'x', tags: [...Array.from({ length: 20 }, (_, i) => `t${i}`), '', 'y'.repeat(51)] }],
+    ['a file that is no URL with an empty type', { title: 'T', text: 'x', files: [{ url: 'not a url', fileType: '' }] }],
+  ])('input outside the contract (%s) gets the very violations REST answers', async (_name, input) => {
+    const rest = await server.request('POST', '/v1/articles', { token: actors.tokens.writer, body: input });
+    expect(rest.status).toBe(400);
+    expect(rest.body.errors.length).toBeGreaterThan(0);
+    const response = await graphql(server, actors.tokens.writer, 'mutation ($input: ArticleInput!) { createArticle(input: $input) { _id } }', { input });
+    expect(response.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', status: 400, errors: rest.body.errors });
+  });
+
+  test('articles filters keep the contract bounds of the REST query parameters, with the same violations', async () => {
+    const rest = await server.request('GET', `/v1/articles?q=&tag=${'t'.repeat(51)}`);
+    expect(rest.status).toBe(400);
+    const response = await graphql(server, actors.tokens.reader, `{ articles(filters: {q: "", tag: "${'t'.repeat(51)}"}) { total } }`);
+    expect(response.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', errors: rest.body.errors });
+    expect(rest.body.errors).toEqual(
+      expect.arrayContaining([
+        { field: 'q', message: 'must NOT have fewer than 1 characters' },
+        { field: 'tag', message: 'must NOT have more than 50 characters' },
+      ]),
+    );
+  });
+
   test('articles applies the REST filters, visibility and page bounds', async () => {
     const ids: string[] = [];
     for (const title of ['Alpha search', 'Beta', 'Gamma search']) {

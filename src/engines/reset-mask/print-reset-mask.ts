@@ -25,10 +25,22 @@ function printElements(mask: ResetMask): string[] {
 }
 
 /**
+ * Prints of the trees printed so far. A request's mask is printed for its idempotency hash and again
+ * where its operation records it; the tree is the same object, and a tree is complete before anyone
+ * prints it (the parser, the merge and the SDK build it first), so the second print is a look-up.
+ */
+const printed = new WeakMap<ResetMask, string>();
+
+/**
  * Prints a mask in canonical form (elements sorted bytewise by their printed text, as the
  * reference Go SDK does; one child as `a.b`, several as `a.(b,c)`), so equal masks print equally
  * and the form stored in `Operation.request_headers` is stable.
  */
 export function printResetMask(mask: ResetMask): string {
-  return printElements(mask).join(',');
+  let text = printed.get(mask);
+  if (text === undefined) {
+    text = printElements(mask).join(',');
+    printed.set(mask, text);
+  }
+  return text;
 }

@@ -1,4 +1,4 @@
-import { ResetMaskParseError, resetMaskFromHeaderValues, type ResetMask } from '../../engines/reset-mask/index.js';
+import { printResetMask, ResetMaskParseError, resetMaskFromHeaderValues, type ResetMask } from '../../engines/reset-mask/index.js';
 import type { RecordedHeaders } from '../../engines/operations/index.js';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../errors.js';
@@ -27,17 +27,46 @@ export function recordedHeaders(header: Headers): RecordedHeaders {
   return key === null ? {} : { 'x-idempotency-key': [key] };
 }
 
+/** One request's `X-ResetMask`, parsed once: the tree and its canonical print, or why it is malformed. */
+type ParsedResetMask = { mask: ResetMask; printed: string } | { error: ResetMaskParseError };
+
+/** Where a request keeps its parsed `X-ResetMask`, so the idempotency hash and the handler share one parse. */
+const resetMaskKey = createContextKey<ParsedResetMask | undefined>(undefined, { description: 'the parsed X-ResetMask' });
+
 /**
- * `X-ResetMask`: each header line parsed on its own, empty ones ignored, then merged (the Go SDK's
- * grpcheader); a malformed mask → INVALID_ARGUMENT naming the position.
+ * `X-ResetMask` of this request, parsed on first use and kept in the request's context values:
+ * each header line parsed on its own, empty ones ignored, then merged (the Go SDK's grpcheader).
  */
-export function resetMaskOf(context: Pick<HandlerContext, 'values' | 'requestHeader'>): ResetMask {
-  try {
-    return resetMaskFromHeaderValues(requestHeaderLines(context, 'x-resetmask'));
-  } catch (error) {
-    if (error instanceof ResetMaskParseError) {
-      throw new AppError('invalid_argument', `X-ResetMask: ${error.message}`, { violations: [{ field: 'x-resetmask', message: error.message }] });
+function parsedResetMask(context: Pick<HandlerContext, 'values' | 'requestHeader'>): ParsedResetMask {
+  let parsed = context.values.get(resetMaskKey);
+  if (parsed === undefined) {
+    try {
+      const mask = resetMaskFromHeaderValues(requestHeaderLines(context, 'x-resetmask'));
+      parsed = { mask, printed: printResetMask(mask) };
+    } catch (error) {
+      if (!(error instanceof ResetMaskParseError)) throw error;
+      parsed = { error };
     }
-    throw error;
+    context.values.set(resetMaskKey, parsed);
   }
+  return parsed;
+}
+
+/** The request's reset mask (parsed once per request); a malformed mask → INVALID_ARGUMENT naming the position. */
+export function resetMaskOf(context: Pick<HandlerContext, 'values' | 'requestHeader'>): ResetMask {
+  const parsed = parsedResetMask(context);
+  if ('error' in parsed) {
+    const { message } = parsed.error;
+    throw new AppError('invalid_argument', `X-ResetMask: ${message}`, { violations: [{ field: 'x-resetmask', message }] });
+  }
+  return parsed.mask;
+}
+
+/**
+ * What an idempotency key's request hash records of the mask: its canonical print (so equal masks
+ * spelt differently are one request), or the raw lines of a malformed one (refused later, by the handler).
+ */
+export function resetMaskForHash(context: Pick<HandlerContext, 'values' | 'requestHeader'>): string {
+  const parsed = parsedResetMask(context);
+  return 'error' in parsed ? `raw:${JSON.stringify(requestHeaderLines(context, 'x-resetmask'))}` : parsed.printed;
 }

@@ -5,9 +5,7 @@ import { OperationService } from '../../../generated/proto/cloud/common/v1/opera
 import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
 import { assertIdempotencyKey, hashedIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
-import { canonicalResetMaskHeader } from '../../engines/reset-mask/index.js';
-import { requestHeaderLines } from '../../server/header-lines.js';
-import { endpointKey, principalKey } from './context.js';
+import { endpointKey, principalKey, resetMaskForHash } from './context.js';
 import { apiServiceNameOf, toConnectError } from './errors.js';
 
 /** Services with this `api_service_name` answer on every endpoint (OperationService). */
@@ -110,14 +108,6 @@ function stableStringify(value: JsonValue): string {
   return JSON.stringify(value);
 }
 
-function maskForHash(lines: readonly string[]): string {
-  try {
-    return canonicalResetMaskHeader(lines) ?? '';
-  } catch {
-    return `raw:${JSON.stringify(lines)}`;
-  }
-}
-
 /**
  * `X-Idempotency-Key` on every mutating method: the same key from the same principal on the same
  * method answers with the same Operation (its current state) and the work runs once, also for
@@ -139,7 +129,7 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       const hash = requestHash(
         method,
         stableStringify(toJson(req.method.input, req.message)),
-        maskForHash(requestHeaderLines({ values: req.contextValues, requestHeader: req.header }, 'x-resetmask')),
+        resetMaskForHash({ values: req.contextValues, requestHeader: req.header }),
       );
       let response: UnaryResponse | undefined;
       const scope = { principal: principal.id, method, key: answersOperation ? key : hashedIdempotencyKey(key) };

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
+import { contractCheck, contractParameterCheck } from '../../http/contract-rules.js';
 import { ArticleRepository, type ArticleContent, type ArticleRow, type ListedArticleRow } from '../../store/repositories/publishing/article-repository.js';
 import { TopicRepository } from '../../store/repositories/publishing/topic-repository.js';
 import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder, type Position } from './page.js';
-import { InputCheck, isAuthor, isEditor, isSuperuser, iso, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
+import { InputCheck, isAuthor, requireContract, isEditor, isSuperuser, iso, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
 import type { Article, ArticleInput, ArticleList } from './types.js';
 
 /** Filters of an article list; all optional (status defaults to published). */
@@ -15,11 +16,12 @@ export interface ArticleFilters {
   status?: 'published' | 'draft' | null | undefined;
 }
 
-const MAX_TAGS = 20;
+/** The contract's bounds of an article (`ArticleInput`) and of the list filters (`listArticles`), for GraphQL as for REST. */
+const articleRules = contractCheck('publishing', 'ArticleInput');
+const filterRules = contractParameterCheck('publishing', 'listArticles', ['topic', 'tag', 'author', 'q']);
 // Cursors of the two article orders: by publishedAt (published) and by createdAt (drafts).
 const PUBLISHED_ORDER: ListOrder = { name: 'articles.published', key: TIMESTAMP_KEY };
 const DRAFT_ORDER: ListOrder = { name: 'articles.draft', key: TIMESTAMP_KEY };
-const MAX_FILES = 20;
 
 /**
  * Every article rule of docs/publishing.md, for REST and GraphQL alike: who writes, edits, deletes and
@@ -44,10 +46,7 @@ export class ArticleService {
     const status = filters.status ?? 'published';
     const order = status === 'published' ? PUBLISHED_ORDER : DRAFT_ORDER;
     const request = pageRequest(order, paging.limit, paging.offset, paging.after);
-    const check = new InputCheck();
-    if (filters.q != null) check.check('q', filters.q.length <= 200, 'must be at most 200 characters');
-    if (filters.tag != null) check.check('tag', filters.tag.length <= 50, 'must be at most 50 characters');
-    check.done();
+    requireContract(filterRules, filters);
     let authorId = filters.author ?? undefined;
     if (status === 'draft') {
       const self = requireRole(viewer, isAuthor, 'Only writers may list drafts.');
@@ -143,18 +142,14 @@ function canSee(viewer: PublishingCaller | undefined, row: ArticleRow): boolean 
 
 /** Validates what an author writes; a PUT replaces everything, so what is left out is cleared. */
 function contentOf(input: ArticleInput): ArticleContent {
-  const check = new InputCheck();
-  check.text('title', input.title, 1, 300);
-  check.text('text', input.text, 1, 100_000);
+  requireContract(articleRules, input);
   const tags = input.tags ?? [];
   const files = input.files ?? [];
-  check.check('tags', Array.isArray(tags) && tags.length <= MAX_TAGS, `must have at most ${MAX_TAGS} items`);
-  check.check('files', Array.isArray(files) && files.length <= MAX_FILES, `must have at most ${MAX_FILES} items`);
-  tags.forEach((tag, index) => check.text(`tags.${index}`, tag, 1, 50));
-  files.forEach((file, index) => {
-    check.url(`files.${index}.url`, file.url);
-    check.text(`files.${index}.fileType`, file.fileType, 1, 100);
-  });
+  const check = new InputCheck();
+  check.notBlank('title', input.title);
+  check.notBlank('text', input.text);
+  tags.forEach((tag, index) => check.notBlank(`tags.${index}`, tag));
+  files.forEach((file, index) => check.notBlank(`files.${index}.fileType`, file.fileType));
   check.check('topic', input.topic == null || /^[0-9a-f]{24}$/.test(input.topic), 'must be a topic id');
   check.done();
   return {

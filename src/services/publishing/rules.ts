@@ -1,4 +1,5 @@
 import { AppError, type Violation } from '../../errors.js';
+import type { ContractCheck } from '../../http/contract-rules.js';
 import type { PublishingRole } from '../../store/repositories/publishing/writer-repository.js';
 
 /** The signed-in publishing user behind a request: id and role, as stored when the token was checked. */
@@ -48,24 +49,23 @@ export interface ListPaging {
   after?: string | null | undefined;
 }
 
-/** Collects violations of one input; `done()` throws a 400 naming all of them. */
+/**
+ * The contract's rules for an input (a `contractCheck` of contracts/openapi/publishing.yaml), applied
+ * as the REST engine applies them: every violation at once, before any rule of the service, so
+ * GraphQL answers exactly what REST answers for the same input.
+ */
+export function requireContract(rules: ContractCheck, value: unknown): void {
+  const violations = rules(value);
+  if (violations.length > 0) throw invalid(violations);
+}
+
+/** Collects violations of the service's own rules (beyond the contract's); `done()` throws a 400 naming all of them. */
 export class InputCheck {
   readonly violations: Violation[] = [];
 
-  text(field: string, value: unknown, min: number, max: number): void {
-    if (typeof value !== 'string') this.violations.push({ field, message: 'must be a string' });
-    else if (value.trim().length < min) this.violations.push({ field, message: min === 1 ? 'must not be blank' : `must be at least ${min} characters` });
-    else if (value.length > max) this.violations.push({ field, message: `must be at most ${max} characters` });
-  }
-
-  url(field: string, value: unknown): void {
-    if (typeof value !== 'string' || value.length > 2048 || !URL.canParse(value)) this.violations.push({ field, message: 'must be an absolute URL' });
-  }
-
-  email(field: string, value: unknown): void {
-    // The same practical shape ajv-formats accepts: one @, no spaces, a dot in the domain.
-    if (typeof value !== 'string' || value.length > 254 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value))
-      this.violations.push({ field, message: 'must be an email address' });
+  /** Text the contract lets through but that says nothing: empty after trimming. */
+  notBlank(field: string, value: string): void {
+    if (value.trim() === '') this.violations.push({ field, message: 'must not be blank' });
   }
 
   check(field: string, ok: boolean, message: string): void {

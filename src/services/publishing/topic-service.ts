@@ -1,12 +1,16 @@
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
+import { contractCheck } from '../../http/contract-rules.js';
 import { TopicRepository, type TopicRow } from '../../store/repositories/publishing/topic-repository.js';
 import { countFor, pageOf, pageRequest, type ListOrder } from './page.js';
-import { InputCheck, isSuperuser, iso, onUniqueViolation, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
+import { InputCheck, isSuperuser, requireContract, iso, onUniqueViolation, requireRole, type ListPaging, type PublishingCaller } from './rules.js';
 
 // Topics are ordered by lower(title), which is unique: the key alone is the position (any text).
 const TOPIC_ORDER: ListOrder = { name: 'topics', key: /^[^]*$/ };
 import type { Topic, TopicInput, TopicList } from './types.js';
+
+/** The contract's bounds of a topic (`TopicInput`), for GraphQL as for REST. */
+const topicRules = contractCheck('publishing', 'TopicInput');
 
 /** Topics (docs/publishing.md): public to read, created by superusers, titles unique regardless of case. */
 export class TopicService {
@@ -36,8 +40,9 @@ export class TopicService {
 
   async create(caller: PublishingCaller | undefined, input: TopicInput): Promise<Topic> {
     requireRole(caller, isSuperuser, 'Only superusers may create topics.');
+    requireContract(topicRules, input);
     const check = new InputCheck();
-    check.text('title', input.title, 1, 100);
+    check.notBlank('title', input.title);
     check.done();
     const title = input.title.trim();
     if (await this.topics.findByTitle(title)) throw titleTaken();

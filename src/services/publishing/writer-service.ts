@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
+import { contractCheck } from '../../http/contract-rules.js';
 import { hashPassword, verifyPassword } from '../../auth/passwords.js';
 import type { TokenService } from '../../auth/token-service.js';
 import { WriterRepository, type ListedUserRow, type PublishingUserRow } from '../../store/repositories/publishing/writer-repository.js';
@@ -11,6 +12,7 @@ import {
   iso,
   onUniqueViolation,
   requireCaller,
+  requireContract,
   requireRole,
   type ListPaging,
   type PublishingCaller,
@@ -18,11 +20,9 @@ import {
 import { countFor, pageOf, pageRequest, TIMESTAMP_KEY, type ListOrder } from './page.js';
 import type { LoginResult, Writer, WriterInput, WriterList } from './types.js';
 import { SignInThrottle, type SignInOutcome, type SignInThrottleOptions } from '../sign-in-throttle.js';
-import { isAcceptablePassword, MIN_PASSWORD_LENGTH } from '../../auth/password-rule.js';
 
-/** The publishing contract's `WriterInput.password` `maxLength`. */
-const MAX_PASSWORD_LENGTH = 256;
-const PASSWORD_BOUNDS = `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`;
+/** The contract's rules of a new user (`WriterInput`: email, password and name bounds, role), for every way one is made. */
+const writerRules = contractCheck('publishing', 'WriterInput');
 
 // Writers are ordered by createdAt, then id.
 const WRITER_ORDER: ListOrder = { name: 'writers', key: TIMESTAMP_KEY };
@@ -84,12 +84,9 @@ export class WriterService {
   /** Creates a user (superusers only); the role defaults to writer, the email must be unused in any case. */
   async create(caller: PublishingCaller | undefined, input: WriterInput): Promise<Writer> {
     const self = requireRole(caller, isSuperuser, 'Only superusers may create writers.');
+    requireContract(writerRules, input);
     const check = new InputCheck();
-    check.email('email', input.email);
-    check.check('password', typeof input.password === 'string' && isAcceptablePassword(input.password, MAX_PASSWORD_LENGTH), PASSWORD_BOUNDS);
-    check.text('name', input.name, 1, 100);
-    if (input.profileImage !== undefined) check.url('profileImage.url', input.profileImage.url);
-    check.check('role', input.role === undefined || ALL_ROLES.includes(input.role), `must be one of ${ALL_ROLES.join(', ')}`);
+    check.notBlank('name', input.name);
     check.done();
     return toWriter(await this.insert(input.email, input.password, input.name, input.role ?? 'writer', input.profileImage?.url ?? null), self);
   }
@@ -129,10 +126,9 @@ export class WriterService {
   /** Creates a superuser when the email is free (SUPERUSER_EMAIL at start, the CLI); answers whether it did. */
   async ensureSuperuser(email: string, password: string, name = 'Superuser'): Promise<boolean> {
     if (await this.users.findByEmail(email)) return false;
+    requireContract(writerRules, { email, password, name });
     const check = new InputCheck();
-    check.email('email', email);
-    check.check('password', isAcceptablePassword(password, MAX_PASSWORD_LENGTH), PASSWORD_BOUNDS);
-    check.text('name', name, 1, 100);
+    check.notBlank('name', name);
     check.done();
     try {
       await this.insert(email, password, name, 'superuser', null);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { components } from '../../../generated/openapi/webhooks.js';
 import type { Settings } from '../../config.js';
+import { contractCheck } from '../../http/contract-rules.js';
 import { AppError, type Violation } from '../../errors.js';
 import {
   describeCapturedRequest,
@@ -65,10 +66,11 @@ export interface ChunkedDocument<Document> {
   readonly document?: Document;
 }
 
-/** Routes live at most 30 days (docs/webhooks.md, contracts/openapi/webhooks.yaml). */
-const MAX_TTL_SECONDS = 30 * 24 * 3600;
-/** A route's answer waits at most 30 s (contracts/openapi/webhooks.yaml, RouteResponse.delayMs). */
-const MAX_DELAY_MS = 30_000;
+/**
+ * The contract's bounds of a new route (lifetime, status, delay, secret, header, tolerance), checked
+ * here too: the inspector page creates routes without the REST engine's validation.
+ */
+const createRouteRules = contractCheck('webhooks', 'CreateRouteRequest');
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
@@ -186,15 +188,12 @@ export class WebhookService {
    * (input is checked first, so a refused request costs nothing).
    */
   async createRoute(input: CreateRouteRequest | undefined, baseUrl: string, clientAddress: string | undefined): Promise<Route> {
+    const outsideContract = createRouteRules(input ?? {});
+    if (outsideContract.length > 0) throw invalid(outsideContract);
     const ttlSeconds = input?.ttlSeconds ?? this.config.webhookDefaultTtlSeconds;
-    if (!Number.isInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > MAX_TTL_SECONDS) {
-      throw invalid([{ field: 'ttlSeconds', message: `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}` }]);
-    }
     const violations: Violation[] = [];
     const response = input?.response ? checkedResponse(input.response, violations) : null;
     const delayMs = input?.response?.delayMs ?? 0;
-    if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > MAX_DELAY_MS)
-      violations.push({ field: 'response.delayMs', message: `must be from 0 to ${MAX_DELAY_MS}` });
     const verify = input?.verify ? checkedVerify(input.verify, violations) : null;
     if (violations.length > 0) throw invalid(violations);
     const giveBack = await this.creations.take(clientAddress);
@@ -449,28 +448,25 @@ function chunksOf(plan: CapturePlan): number[][] {
   return chunks;
 }
 
+/**
+ * The rules of a verification beyond the contract's bounds (checked before): a Standard Webhooks
+ * secret's form, and a header only where the scheme has no header of its own.
+ */
 function checkedVerify(input: NonNullable<CreateRouteRequest['verify']>, violations: Violation[]): VerifyConfig | null {
   const scheme = SIGNATURE_SCHEMES.find((known) => known === input.scheme);
-  if (!scheme) violations.push({ field: 'verify.scheme', message: `must be one of ${SIGNATURE_SCHEMES.join(', ')}` });
-  if (typeof input.secret !== 'string' || input.secret === '' || input.secret.length > 1024) {
-    violations.push({ field: 'verify.secret', message: 'must be 1 to 1024 characters' });
-  } else if (scheme === 'standard-webhooks' && !/^(whsec_)?[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {
+  if (scheme === 'standard-webhooks' && !/^(whsec_)?[A-Za-z0-9+/]+={0,2}$/.test(input.secret)) {
     violations.push({ field: 'verify.secret', message: 'must be a Standard Webhooks secret: whsec_ followed by base64' });
   }
-  if (input.header !== undefined && (!HEADER_NAME.test(input.header) || input.header.length > 100))
-    violations.push({ field: 'verify.header', message: 'is not a valid header name' });
   if (input.header !== undefined && scheme !== 'hmac-sha256')
     violations.push({ field: 'verify.header', message: `is only for hmac-sha256 (${scheme ?? 'this scheme'} uses its own header)` });
-  const tolerance = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-  if (!Number.isInteger(tolerance) || tolerance < 1 || tolerance > 31_536_000)
-    violations.push({ field: 'verify.toleranceSeconds', message: 'must be from 1 to 31536000' });
   if (!scheme) return null;
-  return { scheme, secret: input.secret, header: scheme === 'hmac-sha256' ? (input.header ?? DEFAULT_HMAC_HEADER) : null, toleranceSeconds: tolerance };
+  const toleranceSeconds = input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+  return { scheme, secret: input.secret, header: scheme === 'hmac-sha256' ? (input.header ?? DEFAULT_HMAC_HEADER) : null, toleranceSeconds };
 }
 
+/** The rules of a route's response beyond the contract's bounds (checked before): which headers and Content-Types it may set. */
 function checkedResponse(input: NonNullable<CreateRouteRequest['response']>, violations: Violation[]): RouteResponseConfig {
   const status = input.status ?? 200;
-  if (!Number.isInteger(status) || status < 200 || status > 599) violations.push({ field: 'response.status', message: 'must be from 200 to 599' });
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(input.headers ?? {})) {
     const field = `response.headers.${name}`;
