@@ -1,6 +1,6 @@
 import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
-import { pooledRead } from '../../src/store/pooled-read.js';
+import { pooledRead } from '../../src/store/pool-fast-path/pooled-read.js';
 import { openTestDatabase } from '../support/app.js';
 
 /** tarn's public counters, through Knex's client. */

@@ -14,8 +14,8 @@ import {
   type UnaryResponse,
 } from '@connectrpc/connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
-import { encodeGrpcMessage } from './grpc-message.js';
-import { headerLinesKey, headerLinesOf } from './header-lines.js';
+import { encodeGrpcMessage } from '../grpc-message.js';
+import { headerLinesKey, headerLinesOf } from '../header-lines.js';
 
 type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
 type AnyFn = Parameters<Interceptor>[0];
