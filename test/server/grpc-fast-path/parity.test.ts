@@ -1,11 +1,7 @@
 import http2 from 'node:http2';
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
-import {
-  GetInstanceRequestSchema,
-  ListInstancesRequestSchema,
-  UpdateInstanceRequestSchema,
-} from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
+import { GetInstanceRequestSchema, ListInstancesRequestSchema } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { createInstance, PROJECT, startCloudServer, type CloudServer } from '../../cloud/fixtures.js';
 
 /**
