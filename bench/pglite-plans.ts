@@ -3,7 +3,7 @@
  * lists, as the server runs them. Every statement the article repository sends for a list (page and
  * count) is captured from Knex, prepared under a name and explained with `EXPLAIN (ANALYZE) EXECUTE`,
  * so it gets the plan the store's own prepared statements get (a generic plan: PGlite starts with
- * `plan_cache_mode=force_generic_plan`, pglite-init.ts). Also prints what the planner knows of each
+ * `plan_cache_mode=force_generic_plan`, src/store/pglite/init.ts). Also prints what the planner knows of each
  * table (rows estimated at the last ANALYZE, and when that was).
  *
  * Made for a data directory loaded by `SCALE_SIZES= SCALE_PGLITE_KEEP=<dir> npm run bench:scale`
@@ -12,7 +12,7 @@
  */
 import type { Knex } from 'knex';
 import { openDatabase } from '../src/store/database.js';
-import { PgliteAnalyzer } from '../src/store/pglite-analyzer.js';
+import { PgliteAnalyzer } from '../src/store/pglite/analyzer.js';
 import { ArticleRepository, type ArticlePageQuery } from '../src/store/repositories/publishing/article-repository.js';
 
 const dataDir = process.argv[2];

@@ -46,7 +46,7 @@ async function openPostgres(): Promise<(id: string) => Promise<Row[]>> {
 
 async function openPglite(): Promise<(id: string) => Promise<Row[]>> {
   const { PGlite } = await import('@electric-sql/pglite');
-  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm } = await import('../src/store/pglite-init.js');
+  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm } = await import('../src/store/pglite/init.js');
   const dataDir = process.env.DATA_DIR ?? '';
   if (!dataDir) throw new Error('BENCH_STORE=pglite needs DATA_DIR');
   preferBaselineWasm();

@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { DescService } from '@bufbuild/protobuf';
-import { createGrpcUnaryHandler } from './grpc-unary.js';
+import { createGrpcUnaryHandler } from './grpc-fast-path/unary-handler.js';
 import { headerLinesKey, headerLinesOf } from './header-lines.js';
 import { grpcUnaryServices, rpcPathsOf, rpcRoutes } from './rpc-routes.js';
 import { cloudJsonRegistry } from '../handlers/cloud/json-registry.js';
@@ -38,7 +38,7 @@ import {
 import { formatTraceparent, traceContextOf, traceLogFields } from './trace-context.js';
 import { createCorsPolicy } from './cors.js';
 import { grpcHealthModule } from '../handlers/grpc-health.js';
-import { PgliteAnalyzer } from '../store/pglite-analyzer.js';
+import { PgliteAnalyzer } from '../store/pglite/analyzer.js';
 import { requestLogFields } from '../logger.js';
 import { createContextValues } from '@connectrpc/connect';
 import { clientAddressOf, connectionAddressOf, proxiedSourceOf, resolveRequestClient } from '../http/request-client.js';

@@ -1,7 +1,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { createServiceImplSpec, type ConnectError, type ConnectRouter, type Interceptor, type ServiceImpl } from '@connectrpc/connect';
 import type { UniversalHandler } from '@connectrpc/connect/protocol';
-import type { RegisteredService } from './grpc-unary.js';
+import type { RegisteredService } from './grpc-fast-path/unary-handler.js';
 import { specGrpcMessages } from './grpc-message.js';
 import { refuseUnsafeJsonNumbers } from './rpc-json-numbers.js';
 

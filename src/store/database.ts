@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { DataDirError, lockDataDir, preparePrivateDataDir, type DataDirLock } from './data-dir-lock.js';
 import { migrationSource } from './migrations/index.js';
 import { readSchemaState } from './schema-state.js';
-import { unnamedPooledReads } from './pooled-read.js';
+import { unnamedPooledReads } from './pool-fast-path/pooled-read.js';
 import type { Config } from '../config.js';
 import { defaultOf } from '../settings/table.js';
 import { isStorageFull } from '../errors.js';
@@ -89,7 +89,7 @@ export interface DatabaseOptions {
   /** PostgreSQL only: how often the idle LISTEN connection is checked, and the longest reconnect delay. */
   listenerHeartbeatMs?: number;
   listenerMaxBackoffMs?: number;
-  /** PGlite only: PostgreSQL's shared_buffers in MB (PGLITE_SHARED_BUFFERS_MB; see pglite-init.ts). */
+  /** PGlite only: PostgreSQL's shared_buffers in MB (PGLITE_SHARED_BUFFERS_MB; see pglite/init.ts). */
   pgliteSharedBuffersMb?: number;
   /**
    * PGlite only: where a new database (a DATA_DIR holding none, or `memory://`) comes from when
@@ -242,7 +242,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     preparePrivateDataDir(dataDir);
     lock = lockDataDir(dataDir);
   }
-  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite-init.js');
+  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite/init.js');
   preferBaselineWasm();
   const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? defaultOf('pgliteSharedBuffersMb'));
   const pglite = await (async () => {
@@ -263,7 +263,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     const message = error instanceof Error ? error.message : String(error);
     throw new DataDirError(`DATA_DIR ${dataDir} cannot be opened as a PGlite database: ${message}`, { cause: error });
   });
-  const { PgliteStatements } = await import('./pglite-statements.js');
+  const { PgliteStatements } = await import('./pglite/statements.js');
   const { DiskSpaceGuard } = await import('./disk-space.js');
   // Writes are refused (53100, so 503) before the disk is too full for the next WAL segment.
   const guard = onDisk ? new DiskSpaceGuard(dataDir) : undefined;

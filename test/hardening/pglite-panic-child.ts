@@ -7,7 +7,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PgliteStatements } from '../../src/store/pglite-statements.js';
+import { PgliteStatements } from '../../src/store/pglite/statements.js';
 
 const mount = process.argv[2]!;
 const dataDir = join(mount, 'data');

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { build, type App } from '../../src/server/build.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
-import { PgliteAnalyzer } from '../../src/store/pglite-analyzer.js';
+import { PgliteAnalyzer } from '../../src/store/pglite/analyzer.js';
 import { ArticleRepository, type ArticlePageQuery } from '../../src/store/repositories/publishing/article-repository.js';
 import { pgliteTemplatePath } from '../support/template.js';
 

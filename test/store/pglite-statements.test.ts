@@ -1,6 +1,6 @@
 import { PGlite } from '@electric-sql/pglite';
-import { pgliteStartParams } from '../../src/store/pglite-init.js';
-import { PgliteStatements } from '../../src/store/pglite-statements.js';
+import { pgliteStartParams } from '../../src/store/pglite/init.js';
+import { PgliteStatements } from '../../src/store/pglite/statements.js';
 import { budget } from '../support/budget.js';
 
 /** The engine without the server: PgliteStatements against PGlite's own query() on the same instance. */

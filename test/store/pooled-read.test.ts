@@ -1,6 +1,7 @@
+import knexModule from 'knex';
 import { scratchDatabase } from '../../scripts/support/fresh-store.js';
 import { openDatabase, type Database } from '../../src/store/database.js';
-import { pooledRead } from '../../src/store/pooled-read.js';
+import { pooledRead } from '../../src/store/pool-fast-path/pooled-read.js';
 import { openTestDatabase } from '../support/app.js';
 
 /** tarn's public counters, through Knex's client. */
@@ -43,6 +44,31 @@ const NUMBER = { name: 'test.number', text: 'SELECT $1::int AS n' };
     open.push(db);
     return { db, pool: (db.knex.client as { pool: PoolCounters }).pool };
   }
+
+  test("answers the rows and values Knex's own query answers", async () => {
+    const { db } = await database(2);
+    const statement = {
+      name: 'test.types',
+      text: `SELECT $1::int8 AS big, $2::timestamptz AS at, $3::jsonb AS doc, $4::text[] AS tags, $5::numeric AS amount, NULL::text AS none, $6::bool AS ok`,
+    };
+    const values = ['9007199254740993', '2024-01-02T03:04:05Z', '{"a":[1,2]}', '{x,y}', '12.50', true];
+    const theirs = await db.knex.raw<{ rows: unknown[] }>(statement.text.replace(/\$(\d)/g, '?'), values);
+    expect(await pooledRead(db.knex, statement, values)).toEqual(theirs.rows);
+  });
+
+  test("an idle connection is claimed as tarn's acquire claims it (counted used while the read runs), and is usable by Knex's check", async () => {
+    const { db, pool } = await database(1);
+    await pooledRead(db.knex, NUMBER, [1]);
+    expect(await idle(pool)).toBe(true);
+    const tarn = (db.knex.client as { pool: { free: Array<{ resource: { readyForQuery?: boolean } }> } }).pool;
+    // What tarn-internals.ts's `usable` reads of an idle pg connection.
+    expect(tarn.free[0]?.resource.readyForQuery).toBe(true);
+    const read = pooledRead(db.knex, NUMBER, [2]);
+    expect({ used: pool.numUsed(), free: pool.numFree() }).toEqual({ used: 1, free: 0 });
+    expect(await read).toEqual([{ n: 2 }]);
+    expect(await idle(pool)).toBe(true);
+    expect(pool.numFree()).toBe(1);
+  });
 
   test('many more reads than connections each get their own rows, and every connection is free afterwards', async () => {
     const { db, pool } = await database(2);
@@ -111,5 +137,34 @@ test('pooled reads answer on the configured store', async () => {
   } finally {
     await db.close();
     await drop();
+  }
+});
+
+test('the knex, tarn and pg internals the queue reaches into have the shapes it reads (src/store/pool-fast-path/tarn-internals.ts)', async () => {
+  // A pg client of Knex with no connection made (min 0): the pool, the client calls and pg's classes as the queue uses them.
+  const knex = knexModule({ client: 'pg', connection: 'postgres://nobody@127.0.0.1:1/none', pool: { min: 0, max: 2, acquireTimeoutMillis: 1234 } });
+  try {
+    const client = knex.client as Record<string, unknown> & {
+      pool: Record<string, unknown>;
+      driver: { Client: new () => object };
+      config: { client: unknown };
+    };
+    expect(client.config.client).toBe('pg');
+    for (const call of ['acquireConnection', 'releaseConnection', '_query']) expect({ call, type: typeof client[call] }).toEqual({ call, type: 'function' });
+    const pool = client.pool;
+    for (const list of ['free', 'used', 'pendingAcquires', 'pendingValidations', 'pendingCreates']) {
+      expect({ list, isArray: Array.isArray(pool[list]) }).toEqual({ list, isArray: true });
+    }
+    expect({ max: pool.max, acquireTimeoutMillis: pool.acquireTimeoutMillis, destroyed: pool.destroyed, release: typeof pool.release }).toEqual({
+      max: 2,
+      acquireTimeoutMillis: 1234,
+      destroyed: false,
+      release: 'function',
+    });
+    const connection = new client.driver.Client() as { constructor: { Query?: unknown }; query?: unknown };
+    expect({ Query: typeof connection.constructor.Query, query: typeof connection.query }).toEqual({ Query: 'function', query: 'function' });
+    expect(new knexModule.KnexTimeoutError('x')).toBeInstanceOf(Error);
+  } finally {
+    await knex.destroy();
   }
 });

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Filter } from '../../engines/filter/index.js';
 import { filteredList, type FilteredRows } from '../filtered-list.js';
-import { pooledRead, type PooledStatement } from '../pooled-read.js';
+import { pooledRead, type PooledStatement } from '../pool-fast-path/pooled-read.js';
 
 /** A stored resource (instance, project, service account): the protobuf message plus lookup columns. */
 export interface ResourceRow {

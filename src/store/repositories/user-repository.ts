@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { foldUserName } from '../../auth/user-name.js';
 import { affectedRows } from '../affected-rows.js';
-import { pooledRead, type PooledStatement } from '../pooled-read.js';
+import { pooledRead, type PooledStatement } from '../pool-fast-path/pooled-read.js';
 import type { components } from '../../../generated/openapi/users.js';
 
 export type Settings = components['schemas']['Settings'];

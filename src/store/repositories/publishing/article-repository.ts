@@ -215,7 +215,7 @@ function orderOf(source: ListSource): string {
 /**
  * The status as SQL text, not a bound value: every list index is partial (`WHERE status = 'published'`
  * or `'draft'`), and PostgreSQL uses a partial index only when the query's own text implies its
- * predicate. PGlite runs each statement as a generic prepared plan (pglite-init.ts), where `status = $1`
+ * predicate. PGlite runs each statement as a generic prepared plan (store/pglite/init.ts), where `status = $1`
  * implies nothing, so a bound status made every list a sequential scan and a sort of the whole table
  * (docs/architecture.md, "Publishing lists on PGlite"). Only these two values can be written here.
  */

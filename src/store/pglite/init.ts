@@ -15,7 +15,7 @@ import { LOCK_FILE } from './data-dir-lock.js';
  * these are cache sizes, not WAL or fsync settings.
  *
  * `plan_cache_mode=force_generic_plan`: the store runs every statement with parameters as a named
- * prepared statement (pglite-statements.ts). PostgreSQL's default re-plans such a statement on every
+ * prepared statement (statements.ts). PostgreSQL's default re-plans such a statement on every
  * execution whenever its generic plan looks costlier than the custom ones, which it does for
  * `id = ANY($1::uuid[])` (the user read), and planning in wasm costs ~25 µs a query there. The
  * generic plan is planned once; plans only change speed, never results, and this store's statements
