@@ -155,7 +155,7 @@ export async function writePgliteTemplate(tarball: string, reuse?: string): Prom
   }
   // Loaded here: the server's start reads templates and never needs to make one.
   const { openDatabase, migrateLatest } = await import('./database.js');
-  const { packPgliteDataDir } = await import('./pglite-init.js');
+  const { packPgliteDataDir } = await import('./pglite/init.js');
   // Made on disk and closed (a clean shutdown) before it is archived: see the top of this file.
   const scratch = mkdtempSync(join(tmpdir(), 'cfs-pglite-template-'));
   try {

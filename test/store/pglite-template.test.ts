@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/store/database.js';
 import { migrationSource } from '../../src/store/migrations/index.js';
-import { unpackPgliteDataDir } from '../../src/store/pglite-init.js';
+import { unpackPgliteDataDir } from '../../src/store/pglite/init.js';
 import { readPgliteTemplate } from '../../src/store/pglite-template.js';
 import { budget } from '../support/budget.js';
 import { pgliteTemplatePath } from '../support/template.js';

@@ -5,7 +5,7 @@ import { isAbsolute, join, normalize, sep } from 'node:path';
 import v8 from 'node:v8';
 import { gunzipSync } from 'node:zlib';
 import { PGlite } from '@electric-sql/pglite';
-import { LOCK_FILE } from './data-dir-lock.js';
+import { LOCK_FILE } from '../data-dir-lock.js';
 
 /**
  * PostgreSQL settings of the embedded store, passed as `-c` start parameters after PGlite's own
