@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { NodeRequest } from '../http/rest-api.js';
+import type { NodeRequest } from '../http/reply.js';
 
 /**
  * The pages a person opens in a browser, beside the APIs: the landing page `/` and the GraphQL

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines/webhook-capture/index.js';
-import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
+import type { NodeRequest, NodeResponse, RestReply } from '../http/reply.js';
 import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
 import { AppError, isStorageFull, STORAGE_FULL_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { AppError, toAppError } from '../errors.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../http/reply.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
 import { baseUrlOf } from './webhooks.js';

@@ -1,6 +1,7 @@
 import type { operations } from '../../generated/openapi/webhooks.js';
 import type { Config } from '../config.js';
-import type { NodeRequest, RestHandlers } from '../http/rest-api.js';
+import type { NodeRequest } from '../http/reply.js';
+import type { RestHandlers } from '../http/rest-api.js';
 import type { WebhookService } from '../services/webhooks/webhook-service.js';
 import type { ResolvedClient } from '../services/client-address.js';
 import { servingOriginOf } from '../http/serving-origin.js';

@@ -1,6 +1,6 @@
 import { hasOption } from '@bufbuild/protobuf';
 import { api_service_name } from '../../generated/proto/cloud/annotations_pb.js';
-import { sendReply } from '../http/rest-api.js';
+import { sendReply } from '../http/reply.js';
 import type { ModuleContext, ServerModule } from '../server/module.js';
 import { ResponseChecker, sandboxHandler } from './rest.js';
 import { preferInterceptor } from './rpc.js';

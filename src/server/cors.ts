@@ -1,4 +1,4 @@
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../http/reply.js';
 
 /**
  * Request headers a browser client may send: the REST APIs' own (bearer tokens, the cloud API's

@@ -5,7 +5,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import type { Readiness } from './readiness.js';
 import type { TokenService } from '../auth/token-service.js';
 import { AppError, toAppError } from '../errors.js';
-import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/reply.js';
 
 export interface ExpressAppDeps {
   tokens: TokenService;

@@ -9,7 +9,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from '@connect
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
 import { OperationRepository } from '../store/repositories/operation-repository.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../http/reply.js';
 
 /** How a request reached the server: the HTTP version for REST and pages, the RPC protocol for RPCs. */
 export type RequestProtocol = 'http1' | 'h2' | 'grpc' | 'grpc-web' | 'connect';

@@ -4,7 +4,8 @@ import type { Logger } from '../logger.js';
 import type { Database } from '../store/database.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { AppError } from '../errors.js';
-import type { NodeRequest, NodeResponse, RestApi, RestReply } from '../http/rest-api.js';
+import type { NodeRequest, NodeResponse, RestReply } from '../http/reply.js';
+import type { RestApi } from '../http/rest-api.js';
 import type { ServerMetrics } from './metrics.js';
 import type { RpcService } from './rpc-routes.js';
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { readBody } from '../../http/body.js';
-import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../../http/reply.js';
 import { GRANT_TYPE_TOKEN_EXCHANGE, TokenExchangeError, type TokenExchange, type TokenExchangeErrorCode } from '../../services/iam/token-exchange.js';
 
 export const TOKEN_EXCHANGE_PATH = '/oauth2/token/exchange';

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ROOT } from '../../server/paths.js';
 import { loadContractDocuments } from '../../http/contract-documents.js';
-import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../../http/reply.js';
 import type { ServerModule } from '../../server/module.js';
 import { reflectionServices } from '../../handlers/grpc-reflection.js';
 import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, SIGN_IN_SCRIPT, SIGN_IN_STYLE, entryPoints, landingPage, packageFile, signInForm } from '../../handlers/browser-pages.js';

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { ROOT } from '../../server/paths.js';
 import { AppError } from '../../errors.js';
-import { createRestApi, type RestReply } from '../../http/rest-api.js';
+import { createRestApi } from '../../http/rest-api.js';
+import type { RestReply } from '../../http/reply.js';
 import { createGraphqlHttp, type GraphqlReply } from '../../http/graphql-http.js';
 import { explorerPage, wantsGraphqlExplorer } from '../../handlers/browser-pages.js';
 import { markdownPage, type HtmlPage } from '../../handlers/markdown-page.js';

@@ -1,5 +1,6 @@
 import { ROOT } from '../../server/paths.js';
-import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../../http/rest-api.js';
+import { createRestApi, type RestApi } from '../../http/rest-api.js';
+import type { NodeRequest, NodeResponse } from '../../http/reply.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { WebhookService } from '../../services/webhooks/webhook-service.js';
 import { renderProblemDetails } from '../../http/problem-details.js';

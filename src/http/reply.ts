@@ -1,0 +1,49 @@
+import { Http2ServerResponse } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
+
+/** A request of either HTTP version, as node:http and node:http2's compatibility API hand it over. */
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+/** A response of either HTTP version. */
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** One HTTP answer: JSON unless the body is raw bytes (then `contentType` names them). */
+export interface RestReply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  contentType?: string;
+}
+
+/**
+ * The one writer of every HTTP answer the server makes (contract engines, pages, assets, health, the
+ * route table's 404/405, capture): JSON unless the body is raw bytes, a Content-Length always (no
+ * chunking), HEAD gets the status and headers only. A 304 carries no Content-Length (it describes
+ * the cached body, not this empty one). Event streams are the one exception: they write as they go.
+ */
+export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
+  // One headers object, filled in place (the hot path allocates no merged copies).
+  const headers: Record<string, string | number> = {};
+  if (commonHeaders) for (const name in commonHeaders) headers[name] = commonHeaders[name] as string;
+  if (reply.headers) for (const name in reply.headers) headers[name] = reply.headers[name] as string;
+  if (reply.status === 413 && !(res instanceof Http2ServerResponse)) headers.connection = 'close';
+  let payload: Buffer | string = '';
+  if (Buffer.isBuffer(reply.body)) {
+    payload = reply.body;
+    headers['content-type'] = reply.contentType ?? 'application/octet-stream';
+  } else if (reply.body !== undefined) {
+    payload = JSON.stringify(reply.body);
+    headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
+  }
+  if (reply.status !== 304) headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+  (res as ServerResponse).writeHead(reply.status, headers);
+  if (head) res.end();
+  else res.end(payload);
+}
+
+/** The path of a request target, without its query string. */
+export function pathOf(url: string | undefined): string {
+  const target = url ?? '/';
+  const queryAt = target.indexOf('?');
+  return queryAt === -1 ? target : target.slice(0, queryAt);
+}
