@@ -12,7 +12,6 @@ import { normalizePath, operationMatcher, requestPartsOf } from './rest-engine/m
 import { createAuthenticator, type SecurityVerifiers } from './rest-engine/security.js';
 import { onlyPathInvalid, rejectNulCharacters, validateParameters, violationsOf, withoutUnknownParameters } from './rest-engine/validator.js';
 
-
 /** What a handler sees: the request as the contract's validator left it (types coerced, path params parsed). */
 export interface RestCall<Body = unknown, Params = Record<string, string>, Query = Record<string, unknown>> {
   operationId: string;
@@ -28,7 +27,6 @@ export interface RestCall<Body = unknown, Params = Record<string, string>, Query
   /** Results of the contract's security handlers that accepted the request, by scheme name. */
   security: Record<string, unknown>;
 }
-
 
 export type RestHandler = (call: RestCall<never, never, never>) => Promise<RestReply> | RestReply;
 
@@ -328,4 +326,3 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   if (unsafe) throw new ContractRefusal('invalid_argument', { violations: [{ field: unsafe.path || 'body', message: unsafe.message }] });
   return parsed;
 }
-

@@ -13,4 +13,3 @@ export class ContractRefusal extends AppError {
     super(code, STATUS_CODES[HTTP_STATUS[code]] ?? 'Error', options);
   }
 }
-

@@ -84,4 +84,3 @@ export function requestPartsOf(operation: Operation): RequestParts {
     },
   };
 }
-

@@ -19,51 +19,51 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
     operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
   );
 
-/**
- * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
- * verifier may answer at once (a cached token) or with a promise; with no promise the result is
- * not one either (no microtask per request).
- */
-function authenticate(operation: Operation, headers: NodeRequest['headers']): Record<string, unknown> | Promise<Record<string, unknown>> {
-  const requirements = operation.security ?? [];
-  const results: Record<string, unknown> = {};
-  if (requirements.length === 0) return results;
-  const schemes = schemesOf.get(operation.operationId) ?? [];
-  for (let index = 0; index < schemes.length; index++) {
-    const scheme = schemes[index] as string;
-    const verify = verifiers[scheme];
-    let result: unknown;
-    try {
-      result = verify ? verify(headers) : undefined;
-    } catch (error) {
-      throw verifierFailure(error);
+  /**
+   * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
+   * verifier may answer at once (a cached token) or with a promise; with no promise the result is
+   * not one either (no microtask per request).
+   */
+  function authenticate(operation: Operation, headers: NodeRequest['headers']): Record<string, unknown> | Promise<Record<string, unknown>> {
+    const requirements = operation.security ?? [];
+    const results: Record<string, unknown> = {};
+    if (requirements.length === 0) return results;
+    const schemes = schemesOf.get(operation.operationId) ?? [];
+    for (let index = 0; index < schemes.length; index++) {
+      const scheme = schemes[index] as string;
+      const verify = verifiers[scheme];
+      let result: unknown;
+      try {
+        result = verify ? verify(headers) : undefined;
+      } catch (error) {
+        throw verifierFailure(error);
+      }
+      if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
+      results[scheme] = result;
     }
-    if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
-    results[scheme] = result;
+    return accepted(requirements, results);
   }
-  return accepted(requirements, results);
-}
 
-/** The rest of `authenticate` once a verifier answered with a promise. */
-async function authenticateAsync(
-  requirements: NonNullable<Operation['security']>,
-  schemes: string[],
-  from: number,
-  pending: Promise<unknown>,
-  results: Record<string, unknown>,
-  headers: NodeRequest['headers'],
-): Promise<Record<string, unknown>> {
-  for (let index = from; index < schemes.length; index++) {
-    const scheme = schemes[index] as string;
-    const verify = verifiers[scheme];
-    try {
-      results[scheme] = index === from ? await pending : verify ? await verify(headers) : undefined;
-    } catch (error) {
-      throw verifierFailure(error);
+  /** The rest of `authenticate` once a verifier answered with a promise. */
+  async function authenticateAsync(
+    requirements: NonNullable<Operation['security']>,
+    schemes: string[],
+    from: number,
+    pending: Promise<unknown>,
+    results: Record<string, unknown>,
+    headers: NodeRequest['headers'],
+  ): Promise<Record<string, unknown>> {
+    for (let index = from; index < schemes.length; index++) {
+      const scheme = schemes[index] as string;
+      const verify = verifiers[scheme];
+      try {
+        results[scheme] = index === from ? await pending : verify ? await verify(headers) : undefined;
+      } catch (error) {
+        throw verifierFailure(error);
+      }
     }
+    return accepted(requirements, results);
   }
-  return accepted(requirements, results);
-}
 
   return authenticate;
 }
@@ -84,4 +84,3 @@ function accepted(requirements: NonNullable<Operation['security']>, results: Rec
   }
   return results;
 }
-
