@@ -7,7 +7,7 @@ export type NodeRequest = IncomingMessage | Http2ServerRequest;
 /** A response of either HTTP version. */
 export type NodeResponse = ServerResponse | Http2ServerResponse;
 
-/** One HTTP answer: JSON unless the body is raw bytes (then `contentType` names them). */
+/** One HTTP answer: JSON unless the body is raw bytes (then `contentType`, or a Content-Type among `headers`, names them). */
 export interface RestReply {
   status: number;
   body?: unknown;
@@ -18,8 +18,8 @@ export interface RestReply {
 /**
  * The one writer of every HTTP answer the server makes (contract engines, pages, assets, health, the
  * route table's 404/405, capture): JSON unless the body is raw bytes, a Content-Length always (no
- * chunking), HEAD gets the status and headers only. A 304 carries no Content-Length (it describes
- * the cached body, not this empty one). Event streams are the one exception: they write as they go.
+ * chunking), HEAD gets the status and headers only. A 204 has no Content-Length (RFC 9110 §8.6), nor
+ * a 304 (it would describe the cached body). Event streams are the one exception: they write as they go.
  */
 export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Record<string, string> | undefined, head: boolean): void {
   // One headers object, filled in place (the hot path allocates no merged copies).
@@ -30,14 +30,15 @@ export function sendReply(res: NodeResponse, reply: RestReply, commonHeaders: Re
   let payload: Buffer | string = '';
   if (Buffer.isBuffer(reply.body)) {
     payload = reply.body;
-    headers['content-type'] = reply.contentType ?? 'application/octet-stream';
+    // Bytes keep the type their headers give (a webhook route's own answer may have none).
+    if (reply.contentType !== undefined) headers['content-type'] = reply.contentType;
   } else if (reply.body !== undefined) {
     payload = JSON.stringify(reply.body);
     headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
   }
-  if (reply.status !== 304) headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+  if (reply.status !== 204 && reply.status !== 304) headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
   (res as ServerResponse).writeHead(reply.status, headers);
-  if (head) res.end();
+  if (head || reply.status === 204 || reply.status === 304) res.end();
   else res.end(payload);
 }
 
