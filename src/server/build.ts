@@ -41,6 +41,8 @@ export interface App {
   users: UserService;
   /** The REST contract engines, by contract name; tests validate responses against them. */
   restApis: Record<string, RestApi>;
+  /** The one route table (who serves which path), as the dispatcher uses it. */
+  routes: RouteTable;
   /** Starts listening; answers the bound port (0 picks a free one). */
   listen(port?: number, host?: string): Promise<number>;
   /**
@@ -115,6 +117,7 @@ export async function build(config: Config, overrides: BuildOverrides = {}): Pro
     tokens,
     users,
     restApis,
+    routes: table,
     listen(port = config.port, host = config.host) {
       return server.listen(port, host);
     },
