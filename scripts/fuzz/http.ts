@@ -142,7 +142,7 @@ export function checkAnswer(app: App, operation: FuzzOperation, method: string, 
   if (answer.status >= 500) throw new Error(`answered ${answer.status} (a 5xx): ${answer.text.slice(0, 500)}`);
   const rest = app.restApis[operation.contract];
   if (!rest) throw new Error(`the server has no REST engine for ${operation.contract}`);
-  const matched = rest.api.router.matchOperation({ method, path: target.split('?')[0] ?? target, headers: {} });
+  const matched = rest.match(method, target.split('?')[0] ?? target);
   const mediaType = answer.contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   if (matched && matched.operationId === operation.id && answer.text !== '') {
     const documented = documentedMediaTypes(operation, answer.status);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { NodeRequest } from '../http/rest-api.js';
+import type { NodeRequest } from '../http/reply.js';
 
 /**
  * The pages a person opens in a browser, beside the APIs: the landing page `/` and the GraphQL

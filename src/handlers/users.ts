@@ -1,7 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { operations } from '../../generated/openapi/users.js';
 import { AppError, HTTP_STATUS, publicMessage } from '../errors.js';
-import type { RestCall, RestHandlers, RestReply } from '../http/rest-api.js';
+import type { RestCall, RestHandlers } from '../http/rest-api.js';
+import type { RestReply } from '../http/reply.js';
 import { createLocalSignIn } from '../auth/local-sign-in.js';
 import type { AccountCaller, UserService } from '../services/user-service.js';
 import { firstRunClaimOf } from '../services/first-run.js';

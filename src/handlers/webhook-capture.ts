@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
 import { BodyCollector, captureWebhookRequest, type BodyBytes } from '../engines/webhook-capture/index.js';
-import type { NodeRequest, NodeResponse, RestReply } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../http/reply.js';
 import type { RouteRow, WebhookService } from '../services/webhooks/webhook-service.js';
 import { AppError, isStorageFull, STORAGE_FULL_RETRY_AFTER_SECONDS, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import { renderProblemDetails } from '../http/problem-details.js';
@@ -137,19 +136,5 @@ const ROUTE_RESPONSE_GUARD_HEADERS = { 'content-security-policy': "default-src '
 
 function reply(res: NodeResponse, method: string | undefined, answer: RestReply): void {
   if (res.headersSent || res.destroyed) return;
-  let payload: Buffer;
-  const headers: Record<string, string | number> = { ...answer.headers, ...ROUTE_RESPONSE_GUARD_HEADERS };
-  if (Buffer.isBuffer(answer.body)) {
-    payload = answer.body;
-  } else if (answer.body !== undefined) {
-    payload = Buffer.from(JSON.stringify(answer.body));
-    headers['content-type'] = answer.contentType ?? 'application/json; charset=utf-8';
-  } else {
-    payload = Buffer.alloc(0);
-  }
-  const noBody = method === 'HEAD' || answer.status === 204 || answer.status === 304;
-  if (answer.status !== 204 && answer.status !== 304) headers['content-length'] = payload.length;
-  (res as ServerResponse).writeHead(answer.status, headers);
-  if (noBody) res.end();
-  else res.end(payload);
+  sendReply(res, { ...answer, headers: { ...answer.headers, ...ROUTE_RESPONSE_GUARD_HEADERS } }, undefined, method === 'HEAD');
 }

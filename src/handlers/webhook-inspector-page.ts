@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { AppError, toAppError } from '../errors.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../http/reply.js';
 import type { StoredCapture, WebhookService } from '../services/webhooks/webhook-service.js';
 import { PROBLEM_CONTENT_TYPE, renderProblemDetails } from '../http/problem-details.js';
 import type { WebhookUrlSettings } from './webhooks.js';
@@ -242,6 +242,5 @@ function writeProblem(res: NodeResponse, error: AppError): void {
 }
 
 function write(res: NodeResponse, status: number, headers: Record<string, string>, body: Buffer): void {
-  (res as ServerResponse).writeHead(status, { ...headers, 'content-length': body.length });
-  res.end(body);
+  sendReply(res, { status, body, headers }, undefined, false);
 }

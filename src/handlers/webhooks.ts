@@ -50,7 +50,12 @@ export function webhookApiHandlers(webhooks: WebhookService, config: WebhookUrlS
     }),
     exportRouteHar: async (call) => {
       const query = { limit: call.query.limit ?? 50, before: call.query.before, q: call.query.q, method: call.query.method };
-      const { har, next } = await webhooks.exportHar(call.params.routeId, query, servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl), call.remoteAddress);
+      const { har, next } = await webhooks.exportHar(
+        call.params.routeId,
+        query,
+        servingOriginOf(config, call.headers, call.client, config.webhookPublicUrl),
+        call.remoteAddress,
+      );
       const headers: Record<string, string> = { 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${call.params.routeId}.har"` };
       if (next !== null) {
         const params = new URLSearchParams({ limit: String(query.limit), before: next });

@@ -1,5 +1,5 @@
-import { Http2ServerRequest, Http2ServerResponse, constants as http2Constants } from 'node:http2';
-import type { NodeRequest, NodeResponse } from './rest-api.js';
+import { Http2ServerRequest, constants as http2Constants } from 'node:http2';
+import type { NodeRequest } from './reply.js';
 import { AppError } from '../errors.js';
 
 /** The body limit of an API that sets none (docs/architecture.md, request bodies). */
@@ -56,14 +56,6 @@ export function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
     req.on('end', onEnd);
     req.on('error', reject);
   });
-}
-
-/**
- * Headers an answer needs when it refuses a body: over HTTP/1.1 the connection ends after a 413
- * (`stopReading` half-closes it), and `Connection: close` tells the client not to reuse it.
- */
-export function refusalHeaders(status: number, res: NodeResponse): Record<string, string> {
-  return status === 413 && !(res instanceof Http2ServerResponse) ? { connection: 'close' } : {};
 }
 
 /**

@@ -1,10 +1,9 @@
-import type { ServerResponse } from 'node:http';
 import { createHandler, type OperationContext } from 'graphql-http';
 import { GraphQLError, Lexer, parse, Source, TokenKind, type GraphQLSchema, type ValidationRule } from 'graphql';
 import { AppError, toAppError } from '../errors.js';
 import { findUnsafeNumber } from '../engines/json-numbers/index.js';
-import { readBody, refusalHeaders } from './body.js';
-import type { NodeRequest, NodeResponse } from './rest-api.js';
+import { readBody } from './body.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from './reply.js';
 
 export interface GraphqlHttpOptions<Context extends OperationContext> {
   schema: GraphQLSchema;
@@ -73,10 +72,14 @@ export function createGraphqlHttp<Context extends OperationContext>(options: Gra
       if (appError.code === 'internal') options.onError?.(error, requestId);
       reply = options.renderError(appError);
     }
-    const headers = { ...reply.headers, ...refusalHeaders(reply.status, res), 'content-length': String(Buffer.byteLength(reply.body)) };
-    (res as ServerResponse).writeHead(reply.status, headers);
-    res.end(reply.body);
+    sendReply(res, restReplyOf(reply), undefined, req.method === 'HEAD');
   };
+}
+
+/** A GraphQL-over-HTTP answer as the one reply writer takes it (its JSON text as bytes, with its type). */
+export function restReplyOf(reply: GraphqlReply): RestReply {
+  const { 'content-type': contentType, ...headers } = reply.headers;
+  return { status: reply.status, body: Buffer.from(reply.body), headers, contentType };
 }
 
 /**

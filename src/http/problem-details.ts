@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { HTTP_STATUS, publicMessage, type AppError } from '../errors.js';
-import { ContractRefusal, type RestReply } from './rest-api.js';
+import { ContractRefusal } from './rest-engine/contract-refusal.js';
+import type { RestReply } from './reply.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 

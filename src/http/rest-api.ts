@@ -1,18 +1,17 @@
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { OpenAPIBackend, type Operation } from 'openapi-backend';
-import type { ErrorObject } from 'ajv';
-import { AppError, HTTP_STATUS, toAppError, type AppErrorOptions, type ErrorCode } from '../errors.js';
+import { AppError, toAppError } from '../errors.js';
 import { findUnsafeNumber } from '../engines/json-numbers/index.js';
-import { DEFAULT_BODY_LIMIT_BYTES, readBody, refusalHeaders } from './body.js';
+import { DEFAULT_BODY_LIMIT_BYTES, readBody } from './body.js';
 import { loadContractDocument } from './contract-documents.js';
 import { CONTRACT_AJV_OPTIONS, violationsOf, withContractFormats } from './contract-rules.js';
 import { clientOf } from './request-client.js';
-import { StreamedJson, writeStreamedJson } from './streamed-json.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from './reply.js';
+import { StreamedJson } from './streamed-json.js';
 import type { ResolvedClient } from '../services/client-address.js';
-
-export type NodeRequest = IncomingMessage | Http2ServerRequest;
-export type NodeResponse = ServerResponse | Http2ServerResponse;
+import { ContractRefusal } from './rest-engine/contract-refusal.js';
+import { normalizePath, operationMatcher, requestPartsOf } from './rest-engine/matcher.js';
+import { createAuthenticator, type SecurityVerifiers } from './rest-engine/security.js';
+import { onlyPathInvalid, rejectNulCharacters, validateParameters, withoutUnknownParameters } from './rest-engine/validator.js';
 
 /** What a handler sees: the request as the contract's validator left it (types coerced, path params parsed). */
 export interface RestCall<Body = unknown, Params = Record<string, string>, Query = Record<string, unknown>> {
@@ -28,14 +27,6 @@ export interface RestCall<Body = unknown, Params = Record<string, string>, Query
   requestId: string;
   /** Results of the contract's security handlers that accepted the request, by scheme name. */
   security: Record<string, unknown>;
-}
-
-/** What a handler answers; the engine writes it, as JSON unless `raw` bytes are given. */
-export interface RestReply {
-  status: number;
-  body?: unknown;
-  headers?: Record<string, string>;
-  contentType?: string;
 }
 
 export type RestHandler = (call: RestCall<never, never, never>) => Promise<RestReply> | RestReply;
@@ -107,7 +98,7 @@ export interface RestApiOptions {
    * a verifier that throws (credentials present but invalid) refuses the request with 401 too. They
    * run before validation, so an anonymous caller learns nothing about inputs.
    */
-  securityHandlers?: Record<string, (headers: NodeRequest['headers']) => Promise<unknown> | unknown>;
+  securityHandlers?: SecurityVerifiers;
   bodyLimitBytes?: number;
   onError?(error: unknown, requestId: string): void;
   /**
@@ -120,6 +111,11 @@ export interface RestApiOptions {
 export interface RestApi {
   /** The contract engine; tests use `api.validateResponse` against it. */
   api: OpenAPIBackend;
+  /**
+   * The operation a request would reach, by the very matcher `handle` uses (tests and the fuzzer ask
+   * it which operation documents an answer); undefined when none.
+   */
+  match(method: string, path: string): Operation | undefined;
   /** Answers a request (the reply is written when ready; nothing rejects) and returns its route template, for the request log. */
   handle(req: NodeRequest, res: NodeResponse, requestId: string): string;
   /** Sandbox mode only (src/sandbox): replaces each operation's handler by what `wrap` makes of it. */
@@ -128,19 +124,6 @@ export interface RestApi {
 
 /** A handler as the engine calls it, after security and validation. */
 export type CallHandler = (call: RestCall) => Promise<RestReply> | RestReply;
-
-/**
- * A refusal by the contract engine itself (no such operation, input outside the contract, no usable
- * credentials), as opposed to a service's error: it carries the status's reason phrase, and each
- * API's renderer words it in its own way (the users API keeps the phrase, problem details a sentence).
- */
-export class ContractRefusal extends AppError {
-  override name = 'ContractRefusal';
-
-  constructor(code: ErrorCode, options: AppErrorOptions = {}) {
-    super(code, STATUS_CODES[HTTP_STATUS[code]] ?? 'Error', options);
-  }
-}
 
 /**
  * Serves one OpenAPI document straight over node:http with openapi-backend (strict): its router
@@ -184,59 +167,10 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
       new Set((operation.parameters ?? []).flatMap((parameter) => ('in' in parameter && parameter.in === 'query' ? [parameter.name] : []))),
     ]),
   );
-  const verifiers = options.securityHandlers ?? {};
   const unsafeGets = new Set(options.unsafeGets);
   const match = operationMatcher(operations);
   const requestParts = new Map(operations.map((operation) => [operation.operationId, requestPartsOf(operation)]));
-  const schemesOf = new Map(
-    operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
-  );
-
-  /**
-   * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
-   * verifier may answer at once (a cached token) or with a promise; with no promise the result is
-   * not one either (no microtask per request).
-   */
-  function authenticate(operation: Operation, headers: NodeRequest['headers']): Record<string, unknown> | Promise<Record<string, unknown>> {
-    const requirements = operation.security ?? [];
-    const results: Record<string, unknown> = {};
-    if (requirements.length === 0) return results;
-    const schemes = schemesOf.get(operation.operationId) ?? [];
-    for (let index = 0; index < schemes.length; index++) {
-      const scheme = schemes[index] as string;
-      const verify = verifiers[scheme];
-      let result: unknown;
-      try {
-        result = verify ? verify(headers) : undefined;
-      } catch (error) {
-        throw verifierFailure(error);
-      }
-      if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
-      results[scheme] = result;
-    }
-    return accepted(requirements, results);
-  }
-
-  /** The rest of `authenticate` once a verifier answered with a promise. */
-  async function authenticateAsync(
-    requirements: NonNullable<Operation['security']>,
-    schemes: string[],
-    from: number,
-    pending: Promise<unknown>,
-    results: Record<string, unknown>,
-    headers: NodeRequest['headers'],
-  ): Promise<Record<string, unknown>> {
-    for (let index = from; index < schemes.length; index++) {
-      const scheme = schemes[index] as string;
-      const verify = verifiers[scheme];
-      try {
-        results[scheme] = index === from ? await pending : verify ? await verify(headers) : undefined;
-      } catch (error) {
-        throw verifierFailure(error);
-      }
-    }
-    return accepted(requirements, results);
-  }
+  const authenticate = createAuthenticator(operations, options.securityHandlers ?? {});
 
   /**
    * Answers one request and returns its route template at once: the reply is written when it is
@@ -349,7 +283,14 @@ export async function createRestApi(options: RestApiOptions): Promise<RestApi> {
     for (const [operationId, handler] of handlers) handlers.set(operationId, wrap(api.router.getOperation(operationId)!, handler, options.renderError));
   }
 
-  return { api, handle, wrapHandlers };
+  /** The operation `handle` serves for a request line (HEAD reaches the GET operation unless that one is unsafe). */
+  function matchRequest(method: string, path: string): Operation | undefined {
+    const head = method.toUpperCase() === 'HEAD';
+    const operation = match(head ? 'GET' : method, normalizePath(path));
+    return operation && head && unsafeGets.has(operation.operationId ?? '') ? undefined : operation;
+  }
+
+  return { api, match: matchRequest, handle, wrapHandlers };
 }
 
 /** What one request asks for: the matched operation and the request line as the validator reads it. */
@@ -360,133 +301,6 @@ interface RequestTarget {
   normalizedPath: string;
   /** The query string with undeclared parameters dropped. */
   query: string;
-}
-
-/**
- * A verifier that throws saw credentials that are present but unusable: that refuses the request
- * (401) even where the operation also admits anonymous callers. Bad credentials are the engine's
- * 401, worded by the API; anything else (an unreachable store) is not a 401.
- */
-function verifierFailure(error: unknown): unknown {
-  return error instanceof AppError && error.code === 'unauthenticated' ? new ContractRefusal('unauthenticated', { cause: error }) : error;
-}
-
-/** The security results, when some requirement has every one of its schemes accepting; else a 401. */
-function accepted(requirements: NonNullable<Operation['security']>, results: Record<string, unknown>): Record<string, unknown> {
-  if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
-    throw new ContractRefusal('unauthenticated');
-  }
-  return results;
-}
-
-/**
- * openapi-backend's `router.matchOperation` (apiRoot `/`) with each path's pattern compiled once and
- * the specificity order computed once: an exact path with the method wins; otherwise, among the
- * operations whose path pattern matches, the most specific (longest path without its templates)
- * whose method matches; none: undefined. Its version compiled a RegExp per operation per request.
- */
-function operationMatcher(operations: Operation[]): (method: string, normalizedPath: string) => Operation | undefined {
-  const patterns = operations.map((operation) => ({ operation, pattern: new RegExp(`^${operation.path.replace(/\{.*?\}/g, '[^/]+')}$`) }));
-  // lodash's orderBy (stable), by the length of the path without its templates, longest first.
-  const bySpecificity = patterns
-    .map((entry, index) => ({ ...entry, index, length: entry.operation.path.replace(/\{.*?\}/g, '').length }))
-    .sort((a, b) => b.length - a.length || a.index - b.index);
-  return (method, normalizedPath) => {
-    const lower = method.trim().toLowerCase();
-    const exact = operations.find((operation) => operation.path === normalizedPath && operation.method === lower);
-    if (exact) return exact;
-    for (const { operation, pattern } of bySpecificity) {
-      if (operation.method === lower && pattern.test(normalizedPath)) return operation;
-    }
-    return undefined;
-  };
-}
-
-/** openapi-backend's path normalisation for matching (apiRoot `/`, trailing slashes ignored). */
-function normalizePath(rawPath: string): string {
-  let path = rawPath.trim() || '';
-  if (!path.startsWith('/')) path = `/${path}`;
-  path = (path.split('?')[0] ?? '').trim();
-  if (path.startsWith('/')) path = path.replace(/^\/\/?/, '/');
-  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-  return path;
-}
-
-interface RequestParts {
-  /** The path parameters of a normalised path (bath-es5's parse, as openapi-backend uses it), or null when it does not fit. */
-  pathParameters(normalizedPath: string): Record<string, string> | null;
-  headerOrCookieParameters: boolean;
-}
-
-function requestPartsOf(operation: Operation): RequestParts {
-  const names = (operation.path.match(/\{[A-Za-z0-9_-]+\}/g) ?? []).map((name) => name.slice(1, -1));
-  const pattern = new RegExp(`^${operation.path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)')}$`);
-  const parameters = (operation.parameters ?? []) as Array<{ in?: string }>;
-  return {
-    headerOrCookieParameters: parameters.some((parameter) => parameter.in === 'header' || parameter.in === 'cookie'),
-    pathParameters(normalizedPath) {
-      const found = pattern.exec(normalizedPath);
-      if (!found) return null;
-      const params: Record<string, string> = {};
-      for (let index = 0; index < names.length; index++) {
-        const name = names[index] ?? '';
-        const value = decodeURIComponent(found[index + 1] ?? '');
-        // A name used twice must carry one value.
-        if (name in params && params[name] !== value) return null;
-        params[name] = value;
-      }
-      return params;
-    },
-  };
-}
-
-/**
- * openapi-backend's `validateRequest` for a request without query string or body to an operation
- * without header or cookie parameters: the same compiled validators over the same object (path
- * parameters, an empty query, the headers, no cookies), and the same result shape.
- */
-function validateParameters(
-  api: OpenAPIBackend,
-  operation: Operation,
-  params: Record<string, string>,
-  headers: NodeRequest['headers'],
-): { errors: ErrorObject[] | null; coerced: { params?: unknown; query?: unknown } } {
-  const validators = api.validator.getRequestValidatorsForOperation(operation.operationId ?? '') ?? [];
-  const parameters: Record<string, unknown> = { path: params, query: {}, header: headers, cookie: {} };
-  if (headers['content-type'] === 'application/json') parameters.requestBody = undefined;
-  const errors: ErrorObject[] = [];
-  const coerced: { params?: unknown; query?: unknown } = {};
-  for (const validate of validators) {
-    validate(parameters);
-    if (validate.errors) errors.push(...validate.errors);
-    else {
-      coerced.query = parameters.query;
-      coerced.params = parameters.path;
-    }
-  }
-  return { errors: errors.length > 0 ? errors : null, coerced };
-}
-
-/**
- * Drops the query parameters an operation does not declare, so they are ignored rather than
- * rejected: clients add cache busters and tracking parameters, a newer client may send a parameter
- * an older server does not know yet, and the contracts document no 400 for operations without query
- * parameters. Declared parameters are still validated strictly.
- */
-export function withoutUnknownParameters(query: string, declared: Set<string> | undefined): string {
-  return query
-    .split('&')
-    .filter((pair) => {
-      const raw = (pair.split('=', 1)[0] ?? '').replace(/\+/g, ' ');
-      let name: string;
-      try {
-        name = decodeURIComponent(raw);
-      } catch {
-        return false;
-      }
-      return declared?.has(name) ?? false;
-    })
-    .join('&');
 }
 
 async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
@@ -511,75 +325,4 @@ async function readJsonBody(req: NodeRequest, limit: number): Promise<unknown> {
   const unsafe = findUnsafeNumber(text);
   if (unsafe) throw new ContractRefusal('invalid_argument', { violations: [{ field: unsafe.path || 'body', message: unsafe.message }] });
   return parsed;
-}
-
-/**
- * Writes a reply: JSON unless the body is raw bytes; HEAD gets the status and headers only. A
- * `StreamedJson` body is written as the client reads it, without Content-Length; if producing it
- * fails after the head was sent, the response is destroyed and `onStreamError` told.
- */
-export function sendReply(
-  res: NodeResponse,
-  reply: RestReply,
-  commonHeaders: Record<string, string> | undefined,
-  head: boolean,
-  onStreamError?: (error: unknown) => void,
-): void {
-  // One headers object, filled in place (the hot path allocates no merged copies).
-  const headers: Record<string, string | number> = {};
-  if (commonHeaders) for (const name in commonHeaders) headers[name] = commonHeaders[name] as string;
-  if (reply.headers) for (const name in reply.headers) headers[name] = reply.headers[name] as string;
-  if (reply.status === 413) Object.assign(headers, refusalHeaders(reply.status, res));
-  let payload: Buffer | string = '';
-  if (reply.body instanceof StreamedJson) {
-    headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
-    (res as ServerResponse).writeHead(reply.status, headers);
-    writeStreamedJson(res, reply.body, head).catch((error: unknown) => onStreamError?.(error));
-    return;
-  }
-  if (Buffer.isBuffer(reply.body)) {
-    payload = reply.body;
-    headers['content-type'] = reply.contentType ?? 'application/octet-stream';
-  } else if (reply.body !== undefined) {
-    payload = JSON.stringify(reply.body);
-    headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';
-  }
-  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-  (res as ServerResponse).writeHead(reply.status, headers);
-  if (head) res.end();
-  else res.end(payload);
-}
-
-/**
- * A path parameter outside its schema (an over-long id, a malformed UUID) names no resource that can
- * exist: on an operation that documents 404 but no 400, that is what the client gets.
- */
-function onlyPathInvalid(errors: ErrorObject[], operation: Operation): boolean {
-  const responses = operation.responses ?? {};
-  return errors.length > 0 && '404' in responses && !('400' in responses) && errors.every((error) => error.instancePath.startsWith('/path/'));
-}
-
-/** The dotted path of the first string holding a NUL character, or undefined. */
-function nulPath(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const found = nulPath(item, path === '' ? key : `${path}.${key}`);
-    if (found !== undefined) return found;
-  }
-  return undefined;
-}
-
-/**
- * PostgreSQL cannot store a NUL character in text, so no contract value may hold one: a path
- * parameter names no resource (404 where the operation documents no 400), anything else is a 400
- * naming the field.
- */
-function rejectNulCharacters(call: RestCall, operation: Operation): void {
-  const responses = operation.responses ?? {};
-  const inPath = nulPath(call.params);
-  if (inPath !== undefined && '404' in responses && !('400' in responses)) throw new ContractRefusal('not_found');
-  const field = inPath ?? nulPath(call.query) ?? nulPath(call.body);
-  if (field !== undefined)
-    throw new ContractRefusal('invalid_argument', { violations: [{ field: field || 'body', message: 'must not contain NUL characters' }] });
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { ResolvedClient } from '../services/client-address.js';
-import type { NodeRequest } from './rest-api.js';
+import type { NodeRequest } from './reply.js';
 
 const HOST = /^[A-Za-z0-9.\-:[\]]+$/;
 

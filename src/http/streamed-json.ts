@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { NodeResponse } from './rest-api.js';
+import type { NodeResponse } from './reply.js';
 
 /**
  * A JSON reply body produced as the client reads it: `chunks` spell the JSON text of a `Document`

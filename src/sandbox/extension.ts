@@ -1,6 +1,6 @@
 import { hasOption } from '@bufbuild/protobuf';
 import { api_service_name } from '../../generated/proto/cloud/annotations_pb.js';
-import { sendReply } from '../http/rest-api.js';
+import { sendReply } from '../http/reply.js';
 import type { ModuleContext, ServerModule } from '../server/module.js';
 import { ResponseChecker, sandboxHandler } from './rest.js';
 import { preferInterceptor } from './rpc.js';
@@ -45,36 +45,30 @@ export function sandboxExtension(snapshot: () => SeedSnapshot | undefined): Sand
       }
       modules.unshift({
         name: 'sandbox',
-        http: {
-          matches: (path) => path === RESET_PATH,
-          async handle(req, res) {
-            if (req.method !== 'POST') {
-              sendReply(
-                res,
-                { status: 405, headers: { allow: 'POST' }, body: { statusCode: 405, message: 'POST resets the sandbox', error: 'Method Not Allowed' } },
-                undefined,
-                false,
-              );
+        routes: [
+          {
+            path: RESET_PATH,
+            methods: ['POST'],
+            async handle(_req, res) {
+              const seed = snapshot();
+              if (!seed) {
+                sendReply(
+                  res,
+                  { status: 503, body: { statusCode: 503, message: 'the sandbox is still seeding', error: 'Service Unavailable' } },
+                  undefined,
+                  false,
+                );
+                return RESET_PATH;
+              }
+              const started = performance.now();
+              const rows = await seed.restore();
+              const ms = Math.round(performance.now() - started);
+              logger.info({ rows, ms }, 'sandbox: seeded state restored');
+              sendReply(res, { status: 200, body: { reset: true, rows, ms } }, undefined, false);
               return RESET_PATH;
-            }
-            const seed = snapshot();
-            if (!seed) {
-              sendReply(
-                res,
-                { status: 503, body: { statusCode: 503, message: 'the sandbox is still seeding', error: 'Service Unavailable' } },
-                undefined,
-                false,
-              );
-              return RESET_PATH;
-            }
-            const started = performance.now();
-            const rows = await seed.restore();
-            const ms = Math.round(performance.now() - started);
-            logger.info({ rows, ms }, 'sandbox: seeded state restored');
-            sendReply(res, { status: 200, body: { reset: true, rows, ms } }, undefined, false);
-            return RESET_PATH;
+            },
           },
-        },
+        ],
       });
     },
   };

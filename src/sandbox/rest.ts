@@ -2,7 +2,8 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Operation } from 'openapi-backend';
 import { AppError } from '../errors.js';
-import type { CallHandler, RestApiOptions, RestCall, RestReply } from '../http/rest-api.js';
+import type { CallHandler, RestApiOptions, RestCall } from '../http/rest-api.js';
+import type { RestReply } from '../http/reply.js';
 import { sampleOf, type SchemaObject } from './sample.js';
 
 /** What a `Prefer` header asks for, in Prism's words (`code=404`, `example=<name>`, `dynamic=true`). */

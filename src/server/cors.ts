@@ -1,4 +1,4 @@
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../http/reply.js';
 
 /**
  * Request headers a browser client may send: the REST APIs' own (bearer tokens, the cloud API's
@@ -84,8 +84,7 @@ export function createCorsPolicy(origins: readonly string[]): CorsPolicy {
         res.setHeader('access-control-allow-methods', allowMethods);
         res.setHeader('access-control-allow-headers', allowHeaders);
         res.setHeader('access-control-max-age', String(MAX_AGE_SECONDS));
-        res.statusCode = 204;
-        res.end();
+        sendReply(res, { status: 204 }, undefined, false);
         return true;
       }
       res.setHeader('access-control-expose-headers', exposeHeaders);

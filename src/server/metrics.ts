@@ -9,7 +9,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from '@connect
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Database } from '../store/database.js';
 import { OperationRepository } from '../store/repositories/operation-repository.js';
-import type { NodeRequest, NodeResponse } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../http/reply.js';
 
 /** How a request reached the server: the HTTP version for REST and pages, the RPC protocol for RPCs. */
 export type RequestProtocol = 'http1' | 'h2' | 'grpc' | 'grpc-web' | 'connect';
@@ -253,11 +253,10 @@ export function createMetricsEndpoint(
 ): (req: NodeRequest, res: NodeResponse) => Promise<void> {
   const expected = access.token === undefined ? undefined : digest(access.token);
   return async (req, res) => {
-    const json = (status: number, message: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
-      res.end(JSON.stringify({ statusCode: status, message, error: STATUS_CODES[status] ?? 'Error' }));
-    };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, 'Method Not Allowed', { allow: 'GET, HEAD' });
+    // Served for GET and HEAD only (the route table answers other methods 405).
+    const head = req.method === 'HEAD';
+    const json = (status: number, message: string, headers: Record<string, string> = {}) =>
+      sendReply(res, { status, body: { statusCode: status, message, error: STATUS_CODES[status] ?? 'Error' }, headers }, undefined, head);
     if (expected) {
       const match = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''));
       // Compared as digests: equal length, constant time, whatever the caller sent.
@@ -272,9 +271,12 @@ export function createMetricsEndpoint(
       // A partial answer would look like counters resetting; the scrape fails instead (Prometheus: up 0).
       return json(503, 'Service Unavailable', { 'retry-after': '1' });
     }
-    res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
-    if (req.method === 'HEAD') res.end();
-    else res.end(body);
+    sendReply(
+      res,
+      { status: 200, body: Buffer.from(body), contentType: metrics.registry.contentType, headers: { 'cache-control': 'no-store' } },
+      undefined,
+      head,
+    );
   };
 }
 

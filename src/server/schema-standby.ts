@@ -3,7 +3,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import type { Settings } from '../config.js';
 import { AppError, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
-import { sendReply, type NodeRequest, type NodeResponse } from '../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../http/reply.js';
 import type { Logger } from '../logger.js';
 import type { Database } from '../store/database.js';
 import { readSchemaState, schemaReadiness, type SchemaState } from '../store/schema-state.js';

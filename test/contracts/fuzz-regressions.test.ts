@@ -5,7 +5,7 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { AppError, toAppError } from '../../src/errors.js';
-import { withoutUnknownParameters } from '../../src/http/rest-api.js';
+import { withoutUnknownParameters } from '../../src/http/rest-engine/validator.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { GrpcTestClient, expectGrpcError } from '../support/grpc.js';
 import { bootstrapAdmin, type Account } from '../handlers/users-fixtures.js';

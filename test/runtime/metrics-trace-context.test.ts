@@ -72,7 +72,7 @@ describe('through the server', () => {
       expect(started?.traceId).not.toBe('0'.repeat(32));
       expect(started?.flags).toBe('00');
       expect(lines.find((line) => line.msg === 'request' && line.trace_id === started?.traceId)).toMatchObject({
-        route: 'express',
+        route: '/healthz',
         span_id: started?.parentSpanId,
       });
     }

@@ -1,7 +1,7 @@
 import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import { loadContractDocuments } from '../../src/http/contract-documents.js';
 import { AppError } from '../../src/errors.js';
-import type { RestReply } from '../../src/http/rest-api.js';
+import type { RestReply } from '../../src/http/reply.js';
 import { renderUserApiError } from '../../src/handlers/users.js';
 import { preferenceOf, preferredReply, ResponseChecker, sandboxHandler } from '../../src/sandbox/rest.js';
 

@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { readBody } from '../../http/body.js';
-import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../../http/reply.js';
 import { GRANT_TYPE_TOKEN_EXCHANGE, TokenExchangeError, type TokenExchange, type TokenExchangeErrorCode } from '../../services/iam/token-exchange.js';
 
 export const TOKEN_EXCHANGE_PATH = '/oauth2/token/exchange';
@@ -19,8 +18,7 @@ const STATUS: Record<TokenExchangeErrorCode, number> = { invalid_request: 400, u
 
 function send(res: NodeResponse, status: number, body: unknown, extra: Record<string, string> = {}): void {
   // Token responses must never be cached (RFC 6749 §5.1).
-  (res as ServerResponse).writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', pragma: 'no-cache', ...extra });
-  res.end(JSON.stringify(body));
+  sendReply(res, { status, body, headers: { 'cache-control': 'no-store', pragma: 'no-cache', ...extra } }, undefined, false);
 }
 
 function refuse(res: NodeResponse, code: TokenExchangeErrorCode, description: string): void {
@@ -88,10 +86,6 @@ export async function handleTokenExchange(exchange: TokenExchange, req: NodeRequ
  * changes only with a new release, so clients may cache it for an hour.
  */
 export function handleAuthorizationServerMetadata(req: NodeRequest, res: NodeResponse, origin: string): string {
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    send(res, 405, { error: 'invalid_request', error_description: 'use GET' }, { allow: 'GET, HEAD' });
-    return AUTHORIZATION_SERVER_METADATA_PATH;
-  }
   const metadata = {
     issuer: origin,
     token_endpoint: `${origin}${TOKEN_EXCHANGE_PATH}`,
@@ -103,15 +97,7 @@ export function handleAuthorizationServerMetadata(req: NodeRequest, res: NodeRes
     response_types_supported: [],
     service_documentation: `${origin}/docs`,
   };
-  const body = JSON.stringify(metadata);
-  (res as ServerResponse).writeHead(200, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'public, max-age=3600',
-    // Filled from Host: a shared cache must key it on the host as well.
-    vary: 'Host',
-    'content-length': String(Buffer.byteLength(body)),
-  });
-  if (req.method === 'HEAD') res.end();
-  else res.end(body);
+  // Filled from Host: a shared cache must key it on the host as well.
+  sendReply(res, { status: 200, body: metadata, headers: { 'cache-control': 'public, max-age=3600', vary: 'Host' } }, undefined, req.method === 'HEAD');
   return AUTHORIZATION_SERVER_METADATA_PATH;
 }

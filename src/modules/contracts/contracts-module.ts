@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { ROOT } from '../../server/paths.js';
 import { vendoredFile } from '../../server/vendored.js';
 import { loadContractDocuments } from '../../http/contract-documents.js';
-import type { NodeRequest, NodeResponse } from '../../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse } from '../../http/reply.js';
+import { AppError } from '../../errors.js';
+import { renderUserApiError } from '../../handlers/users.js';
+import { GET_HEAD } from '../../server/route-table.js';
 import type { ServerModule } from '../../server/module.js';
 import { reflectionServices } from '../../handlers/grpc-reflection.js';
 import { EXPLORER_ASSETS, EXPLORER_ASSETS_PATH, EXPLORER_SCRIPT, SIGN_IN_SCRIPT, SIGN_IN_STYLE, entryPoints, landingPage, signInForm } from '../../handlers/browser-pages.js';
@@ -189,22 +192,16 @@ ${signInForm('user')}
   set('/ (html)', resource(landing.html, 'text/html; charset=utf-8', landing.csp));
   set('/ (json)', resource(`${JSON.stringify({ name: options.serviceName, version: '1.0.0', links: entries }, null, 2)}\n`, 'application/json; charset=utf-8'));
 
-  const serve = (req: NodeRequest, res: NodeResponse, path: string): string => {
+  const serve = (req: NodeRequest, res: NodeResponse, _requestId: string, path: string): string => {
+    const head = req.method === 'HEAD';
     // `/` is a page for browsers and a list of links for API clients.
     const key = path === '/' ? (/\btext\/html\b/.test(String(req.headers.accept ?? '')) ? '/ (html)' : '/ (json)') : path === '/docs/' ? '/docs' : path;
     const found = resources.get(key)?.();
     if (!found) {
-      res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ statusCode: 404, message: 'Not Found', error: 'Not Found' }));
+      sendReply(res, renderUserApiError(new AppError('not_found', 'Not Found')), undefined, head);
       return 'contracts:unmatched';
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json; charset=utf-8' });
-      res.end(JSON.stringify({ statusCode: 405, message: 'Method Not Allowed', error: 'Method Not Allowed' }));
-      return path;
-    }
     const headers: Record<string, string> = {
-      'content-type': found.contentType,
       etag: found.etag,
       // Contracts change with a deploy: revalidate (cheap, by ETag) rather than serve a stale contract.
       'cache-control': 'no-cache',
@@ -213,23 +210,17 @@ ${signInForm('user')}
     };
     if (path === '/') headers.vary = 'Accept';
     if (found.csp) Object.assign(headers, { 'content-security-policy': found.csp, 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
-    if (req.headers['if-none-match'] === found.etag) {
-      res.writeHead(304, headers);
-      res.end();
-      return path;
-    }
-    res.writeHead(200, { ...headers, 'content-length': String(found.body.length) });
-    if (req.method === 'HEAD') res.end();
-    else res.end(found.body);
+    const fresh = req.headers['if-none-match'] === found.etag;
+    sendReply(res, fresh ? { status: 304, headers: { ...headers, 'content-type': found.contentType } } : { status: 200, body: found.body, contentType: found.contentType, headers }, undefined, head);
     return path;
   };
 
   return {
     name: 'contracts',
-    http: {
-      matches: (path) => path === '/' || path === '/favicon.ico' || path === '/openapi' || path.startsWith('/openapi/') || path.startsWith('/graphql/') || path === '/docs' || path === '/docs/' || path.startsWith('/docs/assets/'),
-      handle: (req, res) => serve(req, res, (req.url ?? '/').split('?', 1)[0] ?? '/'),
-    },
+    routes: [
+      ...['/', '/favicon.ico', '/openapi', '/docs', '/docs/'].map((path) => ({ path, methods: GET_HEAD, handle: serve })),
+      ...['/openapi/', '/graphql/', '/docs/assets/'].map((prefix) => ({ prefix, methods: GET_HEAD, handle: serve })),
+    ],
     rpc: reflectionServices,
   };
 }

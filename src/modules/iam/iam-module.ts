@@ -5,6 +5,7 @@ import { ProfileService as ProfileServiceDesc } from '../../../generated/proto/c
 import { TokenExchangeService as TokenExchangeServiceDesc } from '../../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
 import type { DescService } from '@bufbuild/protobuf';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { GET_HEAD } from '../../server/route-table.js';
 import type { PrincipalResolver } from '../../auth/principal.js';
 import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
 import type { Operations } from '../../engines/operations/index.js';
@@ -98,16 +99,15 @@ export async function iamModule(ctx: ModuleContext, options: { users: UserServic
         { exchange: 'public' },
       ),
     ],
-    http: {
-      matches: (path) => path === TOKEN_EXCHANGE_PATH || path === AUTHORIZATION_SERVER_METADATA_PATH,
-      handle: (req, res) => {
-        const origin = servingOriginOf(config, req.headers, clientOf(req));
-        const path = (req.url ?? '').split('?', 1)[0];
-        return path === AUTHORIZATION_SERVER_METADATA_PATH
-          ? handleAuthorizationServerMetadata(req, res, origin)
-          : handleTokenExchange(exchange, req, res, origin);
+    routes: [
+      // Every method: RFC 6749's error shape answers the ones it does not take.
+      { path: TOKEN_EXCHANGE_PATH, handle: (req, res) => handleTokenExchange(exchange, req, res, servingOriginOf(config, req.headers, clientOf(req))) },
+      {
+        path: AUTHORIZATION_SERVER_METADATA_PATH,
+        methods: GET_HEAD,
+        handle: (req, res) => handleAuthorizationServerMetadata(req, res, servingOriginOf(config, req.headers, clientOf(req))),
       },
-    },
+    ],
     // IAM's services are served by the cloud module; this only learns which services the server has.
     rpc: (served) => {
       servedServices = served;

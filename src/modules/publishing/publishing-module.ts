@@ -1,12 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { ROOT } from '../../server/paths.js';
 import { AppError } from '../../errors.js';
-import { createRestApi, type RestReply } from '../../http/rest-api.js';
-import { createGraphqlHttp, type GraphqlReply } from '../../http/graphql-http.js';
+import { createRestApi } from '../../http/rest-api.js';
+import { sendReply, type NodeRequest, type NodeResponse, type RestReply } from '../../http/reply.js';
+import { createGraphqlHttp, restReplyOf } from '../../http/graphql-http.js';
 import { explorerPage, wantsGraphqlExplorer } from '../../handlers/browser-pages.js';
 import { markdownPage, type HtmlPage } from '../../handlers/markdown-page.js';
 import { depthLimitRule, costLimitRule } from '../../graphql/query-limits.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { GET_HEAD } from '../../server/route-table.js';
 import { createPublishingServices, type PublishingServices } from '../../services/publishing/index.js';
 import { throttleOptionsOf } from '../../services/sign-in-throttle.js';
 import { renderProblemDetails } from '../../http/problem-details.js';
@@ -70,53 +72,41 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
   const docsFile = `${ROOT}docs/publishing.md`;
   const docs = existsSync(docsFile) ? readFileSync(docsFile) : Buffer.from('# Article Publishing API\n\nDeprecated: see the project documentation.\n');
   let docsPage: HtmlPage | null | undefined;
+  /** `/graphql`: a browser opening it gets the explorer; API clients keep GraphQL over HTTP. */
+  const serveGraphql = async (req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> => {
+    if (!wantsGraphqlExplorer(req)) {
+      await graphql(req, res, requestId);
+      return '/graphql';
+    }
+    const headers = {
+      'content-security-policy': explorerCsp,
+      'x-content-type-options': 'nosniff',
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+      vary: 'Accept',
+    };
+    sendReply(res, { status: 200, body: explorer, contentType: 'text/html; charset=utf-8', headers }, undefined, req.method === 'HEAD');
+    return '/graphql (explorer)';
+  };
+  /** The API's guide: a browser (Accept: text/html) gets the page rendered, once, on first asking; anyone else the markdown. */
+  const serveDocs = (req: NodeRequest, res: NodeResponse): string => {
+    const page = !wantsHtml(req.headers.accept) ? null : docsPage !== undefined ? docsPage : (docsPage = markdownPage(docs.toString('utf8')) ?? null);
+    const reply: RestReply = page
+      ? { status: 200, body: page.body, contentType: page.headers['content-type'], headers: page.headers }
+      : { status: 200, body: docs, contentType: 'text/markdown; charset=utf-8', headers: { vary: 'Accept' } };
+    sendReply(res, reply, undefined, req.method === 'HEAD');
+    return DOCS_PATH;
+  };
   return {
     name: 'publishing',
     publishing: services,
-    http: {
-      matches: (path) => path === '/v1' || path.startsWith('/v1/') || path === '/graphql' || path === DOCS_PATH,
-      renderError: (error, path) => (path === '/graphql' ? restReplyOf(renderPublishingGraphqlError(error)) : renderProblemDetails(error)),
-      handle: async (req, res, requestId) => {
-        const path = (req.url ?? '/').split('?', 1)[0];
-        if (path === '/graphql' && wantsGraphqlExplorer(req)) {
-          // A browser opening /graphql gets the explorer; API clients keep GraphQL over HTTP.
-          res.writeHead(200, {
-            'content-type': 'text/html; charset=utf-8',
-            'content-length': String(explorer.length),
-            'content-security-policy': explorerCsp,
-            'x-content-type-options': 'nosniff',
-            'x-frame-options': 'DENY',
-            'referrer-policy': 'no-referrer',
-            vary: 'Accept',
-          });
-          if (req.method === 'HEAD') res.end();
-          else res.end(explorer);
-          return '/graphql (explorer)';
-        }
-        if (path === '/graphql') {
-          await graphql(req, res, requestId);
-          return '/graphql';
-        }
-        if (path === DOCS_PATH) {
-          // A browser (Accept: text/html) gets the page rendered, once, on first asking; anyone else the markdown.
-          const page = !wantsHtml(req.headers.accept) ? null : docsPage !== undefined ? docsPage : (docsPage = markdownPage(docs.toString('utf8')) ?? null);
-          if (page) res.writeHead(200, page.headers);
-          else res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'content-length': String(docs.length), vary: 'Accept' });
-          if (req.method === 'HEAD') res.end();
-          else res.end(page ? page.body : docs);
-          return DOCS_PATH;
-        }
-        return rest.handle(req, res, requestId);
-      },
-    },
+    routes: [
+      { prefix: '/v1', handle: rest.handle, renderError: renderProblemDetails },
+      { path: '/graphql', handle: serveGraphql, renderError: (error) => restReplyOf(renderPublishingGraphqlError(error)) },
+      { path: DOCS_PATH, methods: GET_HEAD, handle: serveDocs },
+    ],
     restApis: { publishing: rest },
   };
 }
 
 const wantsHtml = (accept: string | undefined): boolean => /\btext\/html\b/.test(accept ?? '');
-
-/** A GraphQL-over-HTTP answer as the server writes replies (its JSON text as bytes, with its type). */
-function restReplyOf(reply: GraphqlReply): RestReply {
-  const { 'content-type': contentType, ...headers } = reply.headers;
-  return { status: reply.status, body: Buffer.from(reply.body), headers, contentType };
-}

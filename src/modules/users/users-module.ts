@@ -1,7 +1,7 @@
 import { settingsOf } from '../../config.js';
 import { ROOT } from '../../server/paths.js';
 import { createRestApi } from '../../http/rest-api.js';
-import { prefixMatcher, type ModuleContext, type ServerModule } from '../../server/module.js';
+import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { rpcService } from '../../server/rpc-routes.js';
 import { UserService } from '../../services/user-service.js';
 import { renderUserApiError, userApiHandlers } from '../../handlers/users.js';
@@ -41,7 +41,7 @@ export async function usersModule(ctx: ModuleContext): Promise<ServerModule & { 
   return {
     name: 'users',
     users,
-    http: { matches: prefixMatcher('/api'), handle: api.handle, renderError: renderUserApiError },
+    routes: [{ prefix: '/api', handle: api.handle, renderError: renderUserApiError }],
     rpc: () => [rpcService(...serverInfoService(ctx.config.serviceName))],
     restApis: { users: api },
   };

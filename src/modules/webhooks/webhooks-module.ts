@@ -1,7 +1,8 @@
 import { settingsOf } from '../../config.js';
 import { ROOT } from '../../server/paths.js';
-import { createRestApi, type NodeRequest, type NodeResponse, type RestApi } from '../../http/rest-api.js';
+import { createRestApi } from '../../http/rest-api.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
+import { GET_HEAD, type Route } from '../../server/route-table.js';
 import { WebhookService } from '../../services/webhooks/webhook-service.js';
 import { renderProblemDetails } from '../../http/problem-details.js';
 import { webhookApiHandlers } from '../../handlers/webhooks.js';
@@ -9,7 +10,8 @@ import { CAPTURE_PATH, createCaptureHandler } from '../../handlers/webhook-captu
 import { createInspectorPages } from '../../handlers/webhook-inspector-page.js';
 
 const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
-const PAGE_OR_STREAM = new RegExp(`^/inspect/(${UUID})(/stream)?/?$`);
+const INSPECTOR_PAGE = new RegExp(`^/inspect/(${UUID})/?$`);
+const EVENT_STREAM = new RegExp(`^/inspect/(${UUID})/stream/?$`);
 
 /**
  * The webhook inspector (docs/webhooks.md, contracts/openapi/webhooks.yaml). Capture runs on plain node:http
@@ -21,56 +23,63 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
   const webhooks = new WebhookService(db.knex, settingsOf(config, 'webhooks'), (error, worker) => ctx.onError(error, worker));
   const metrics = ctx.metrics;
   if (metrics) webhooks.observeCaptureBatches((batch) => metrics.observeCaptureBatch(batch));
-  const api = restrictCaptureOperations(
-    await createRestApi({
-      contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
-      handlers: webhookApiHandlers(webhooks, config),
-      renderError: renderProblemDetails,
-      // GET /inspect creates a route; a HEAD must not.
-      unsafeGets: ['openNewInspector'],
-      onError: ctx.onError,
-    }),
-  );
+  const api = await createRestApi({
+    contractPath: `${ROOT}contracts/openapi/webhooks.yaml`,
+    handlers: webhookApiHandlers(webhooks, config),
+    renderError: renderProblemDetails,
+    // GET /inspect creates a route; a HEAD must not.
+    unsafeGets: ['openNewInspector'],
+    onError: ctx.onError,
+  });
   const capture = createCaptureHandler(webhooks, config.webhookMaxBody, ctx.onError);
   const pages = createInspectorPages(webhooks, config);
 
-  async function handle(req: NodeRequest, res: NodeResponse, requestId: string): Promise<string> {
-    const url = req.url ?? '/';
-    const queryAt = url.indexOf('?');
-    const path = queryAt === -1 ? url : url.slice(0, queryAt);
-    const captured = CAPTURE_PATH.exec(path);
-    if (captured) return capture(req, res, requestId, captured[1]!);
-    const method = req.method ?? 'GET';
-    if (method === 'GET' || method === 'HEAD') {
-      if (pages.asset(path, res)) return '/inspect-assets/*';
-      if ((path === '/inspect' || path === '/inspect/') && method === 'GET') {
-        await pages.openNew(req, res);
-        return '/inspect';
-      }
-      const page = PAGE_OR_STREAM.exec(path);
-      if (page && page[2]) {
-        await pages.stream(page[1]!, req, res);
-        return '/inspect/{routeId}/stream';
-      }
-      if (page && !/json/i.test(String(req.headers.accept ?? ''))) {
-        await pages.page(page[1]!, res);
-        return '/inspect/{routeId}';
-      }
-    }
-    return api.handle(req, res, requestId);
-  }
+  const routeIdOf = (pattern: RegExp, path: string): string => pattern.exec(path)?.[1] ?? '';
+  const problems = { renderError: renderProblemDetails };
+  // Who serves which path of the webhook inspector: this list, first fit first (route-table.ts).
+  const routes: Route[] = [
+    // Every method of every path under a route id is captured; a sender's OPTIONS too, never a CORS preflight.
+    {
+      pattern: CAPTURE_PATH,
+      corsExempt: true,
+      handle: (req, res, requestId, path) => capture(req, res, requestId, routeIdOf(CAPTURE_PATH, path)),
+      ...problems,
+    },
+    // An asset this server does not have is the contract's 404.
+    {
+      prefix: '/inspect-assets/',
+      methods: GET_HEAD,
+      handle: (req, res, requestId, path) => (pages.asset(path, res) ? '/inspect-assets/*' : api.handle(req, res, requestId)),
+      ...problems,
+    },
+    { path: '/inspect', methods: ['GET'], handle: (req, res) => pages.openNew(req, res).then(() => '/inspect'), ...problems },
+    { path: '/inspect/', methods: ['GET'], handle: (req, res) => pages.openNew(req, res).then(() => '/inspect'), ...problems },
+    {
+      pattern: EVENT_STREAM,
+      methods: GET_HEAD,
+      handle: (req, res, _id, path) => pages.stream(routeIdOf(EVENT_STREAM, path), req, res).then(() => '/inspect/{routeId}/stream'),
+      ...problems,
+    },
+    // The inspector page for browsers; a client asking for JSON gets the contract's operation.
+    {
+      pattern: INSPECTOR_PAGE,
+      methods: GET_HEAD,
+      handle: (req, res, requestId, path) =>
+        /json/i.test(String(req.headers.accept ?? ''))
+          ? api.handle(req, res, requestId)
+          : pages.page(routeIdOf(INSPECTOR_PAGE, path), res).then(() => '/inspect/{routeId}'),
+      ...problems,
+    },
+    // The contract's JSON operations (and its 404/405 in problem details).
+    { prefix: '/routes', handle: api.handle, ...problems },
+    { prefix: '/inspect', handle: api.handle, ...problems },
+    { prefix: '/inspect-assets/', handle: api.handle, ...problems },
+  ];
 
   return {
     name: 'webhooks',
     webhooks,
-    http: {
-      matches: (path) =>
-        CAPTURE_PATH.test(path) || path === '/routes' || path === '/inspect' || path.startsWith('/inspect/') || path.startsWith('/inspect-assets/'),
-      handle,
-      renderError: renderProblemDetails,
-      // A sender's OPTIONS is captured like any other request, not answered as a CORS preflight.
-      corsExempt: (path) => CAPTURE_PATH.test(path),
-    },
+    routes,
     restApis: { webhooks: api },
     async start() {
       await webhooks.start(db, (channel) => ctx.logger.warn({ channel }, 'database listener reconnected; catching up'));
@@ -82,23 +91,4 @@ export async function webhooksModule(ctx: ModuleContext): Promise<ServerModule &
       await webhooks.stop();
     },
   };
-}
-
-/**
- * OpenAPI path templates cannot say "the first segment is a UUID", so `/{routeId}` would also
- * match `/healthz` or another API's paths when a test asks which contract a path belongs to. The
- * capture operations only match when the path really starts with a UUID.
- */
-function restrictCaptureOperations(rest: RestApi): RestApi {
-  const router = rest.api.router;
-  const match = router.matchOperation.bind(router);
-  router.matchOperation = ((request: Parameters<typeof match>[0], strict?: boolean) => {
-    const operation = match(request, strict as never);
-    if (operation && operation.path.startsWith('/{routeId}') && !CAPTURE_PATH.test(request.path)) {
-      if (strict) throw new Error('404-notFound: no route matches request');
-      return undefined;
-    }
-    return operation;
-  }) as typeof router.matchOperation;
-  return rest;
 }
