@@ -14,6 +14,7 @@ import {
 import {
   CreateInstanceRequestSchema,
   DeleteInstanceRequestSchema,
+  InstanceService as InstanceServiceDesc,
   StartInstanceRequestSchema,
   StopInstanceRequestSchema,
   UpdateInstanceRequestSchema,
@@ -21,15 +22,15 @@ import {
   type UpdateInstanceRequest,
 } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { AppError, type Violation } from '../../errors.js';
-import { authorize, type Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/principal.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
 import { packOperationRequest, type Operations, type RecordedHeaders, type Work, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
-import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck } from '../cloud/named-resources.js';
-import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
-import { filteredScope, operationListFilter } from '../cloud/list-filter.js';
+import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck, type ParentListRequest } from '../cloud/named-resources.js';
+import type { Page } from '../cloud/paging.js';
+import type { ResourceKind } from '../cloud/resource-kind.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
 const COMPUTE_SERVICE = 'compute';
@@ -60,19 +61,13 @@ const WORK = {
  */
 export class InstanceService {
   readonly resources: NamedResources<Instance>;
-  private readonly listScanRows: number;
 
-  constructor(
-    knex: Knex,
-    private readonly operations: Operations,
-    options: InstanceServiceOptions,
-  ) {
-    this.listScanRows = options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS;
+  constructor(knex: Knex, operations: Operations, options: InstanceServiceOptions) {
     this.resources = new NamedResources(knex, operations, {
       schema: InstanceSchema,
       service: COMPUTE_SERVICE,
       idPrefix: 'instance',
-      listScanRows: this.listScanRows,
+      listScanRows: options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS,
       label: 'instance',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,
@@ -95,24 +90,12 @@ export class InstanceService {
     return this.resources.getByName(principal, parentId, name);
   }
 
-  list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<Instance>> {
+  list(principal: Principal, request: ParentListRequest): Promise<Page<Instance>> {
     return this.resources.list(principal, request);
   }
 
-  async listOperationsByParent(
-    principal: Principal,
-    request: { parentId: string; pageSize: bigint; pageToken: string; filter: string },
-  ): Promise<Page<OperationRow>> {
-    requireFields({ parent_id: request.parentId });
-    const size = pageSize(request.pageSize);
-    const filter = operationListFilter(request.filter);
-    const scope = filteredScope(`operations-by-parent:${request.parentId}`, request.filter);
-    const before = decodePageToken(scope, request.pageToken);
-    authorize(principal, 'read', request.parentId);
-    const query = { parentId: request.parentId, services: [COMPUTE_SERVICE], beforeSeq: before, limit: size + 1 };
-    if (filter === undefined) return pageFrom(await this.operations.list(query), size, scope);
-    const result = await this.operations.listFiltered({ ...query, filter, scanRows: this.listScanRows });
-    return boundedPageFrom(result.rows, size, scope, (row) => row, result.resumeAfter);
+  listOperationsByParent(principal: Principal, request: ParentListRequest): Promise<Page<OperationRow>> {
+    return this.resources.listOperationsByParent(principal, request);
   }
 
   /** Creates the instance in state CREATING; its operation's work brings it to RUNNING (or STOPPED). */
@@ -198,6 +181,9 @@ export class InstanceService {
       if (holder && holder.id !== row.id) restored.metadata.name = row.name;
       await this.resources.save(trx, restored);
     };
+    const remove = async (trx: Knex, work: Work) => {
+      await instances.delete(work.resourceId, trx);
+    };
     const settle = (finish: (instance: Instance) => void, phases: readonly string[]): WorkHandler => ({
       phases,
       complete: async (trx, work) => {
@@ -226,23 +212,43 @@ export class InstanceService {
     return {
       [WORK.create]: {
         ...settle(steady, ['allocating resources', 'attaching disks', 'booting']),
-        cancel: async (trx, work) => {
-          await instances.delete(work.resourceId, trx);
-        },
+        cancel: remove,
       },
       [WORK.update]: settle(steady, ['applying the spec', 'reconciling']),
       [WORK.start]: settle(steady, ['powering on', 'booting']),
       [WORK.stop]: settle(steady, ['shutting down the guest', 'powering off']),
       [WORK.delete]: {
         phases: ['stopping', 'releasing resources'],
-        complete: async (trx, work) => {
-          await instances.delete(work.resourceId, trx);
-        },
+        complete: remove,
         cancel: restore,
       },
     };
   }
 }
+
+/** The declaration of instances (src/services/cloud/resource-kind.ts): served by the cloud module, counted by the project-delete guard. */
+export const instanceKind: ResourceKind = {
+  service: InstanceServiceDesc,
+  table: 'compute_instances',
+  parent: 'project',
+  plural: 'instances',
+  rules: (context) => {
+    const instances = new InstanceService(context.knex, context.operations, {
+      quotaPerProject: context.quotaPerProject.instance ?? Number.MAX_SAFE_INTEGER,
+      parentExists: context.parentExists,
+      listScanRows: context.listScanRows,
+    });
+    return {
+      resources: instances,
+      listOperationsByParent: (principal, request) => instances.listOperationsByParent(principal, request),
+      idOperations: {
+        start: (principal, id, headers) => instances.start(principal, id, headers),
+        stop: (principal, id, headers) => instances.stop(principal, id, headers),
+      },
+      workHandlers: instances.workHandlers(),
+    };
+  },
+};
 
 /** A copy of the instance in a transitional (or ERROR) state. */
 function withState(instance: Instance, state: State): Instance {

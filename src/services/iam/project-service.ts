@@ -21,6 +21,7 @@ import { TenantRepository } from '../../store/repositories/tenant-repository.js'
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { NamedResources } from '../cloud/named-resources.js';
 import type { Page } from '../cloud/paging.js';
+import type { ProjectChild } from '../cloud/resource-kind.js';
 import type { RecordedHeaders } from '../../engines/operations/index.js';
 
 /** The api_service_name of the IAM resource services: their operations are served on this endpoint. */
@@ -44,11 +45,15 @@ export class ProjectService {
     operations: Operations,
     /** At most this many rows examined per filtered List page. */
     listScanRows = DEFAULT_LIST_SCAN_ROWS,
+    /** The resource kinds of other areas that live in a project (compute's instances and disks): a project holding any is not deleted. */
+    children: readonly ProjectChild[] = [],
   ) {
     this.tenants = new TenantRepository(knex);
     const repository = new ResourceRepository(knex, 'iam_projects');
-    const serviceAccounts = new ResourceRepository(knex, 'iam_service_accounts');
-    const instances = new ResourceRepository(knex, 'compute_instances');
+    const held = [{ table: 'iam_service_accounts', plural: 'service accounts' }, ...children].map((child) => ({
+      plural: child.plural,
+      rows: new ResourceRepository(knex, child.table),
+    }));
     this.resources = new NamedResources(knex, operations, {
       schema: ProjectSchema,
       service: IAM_SERVICE,
@@ -62,10 +67,13 @@ export class ProjectService {
       parentExists: async (parentId) => parentId === this.tenantId,
       readScope: 'self',
       beforeDelete: async (row, trx) => {
-        const accounts = await serviceAccounts.countByParent(row.id, trx);
-        const machines = await instances.countByParent(row.id, trx);
-        if (accounts > 0 || machines > 0) {
-          throw new AppError('failed_precondition', `project ${row.id} still holds ${accounts} service accounts and ${machines} instances; delete them first`, {
+        const counts: string[] = [];
+        for (const child of held) {
+          const count = await child.rows.countByParent(row.id, trx);
+          if (count > 0) counts.push(`${count} ${child.plural}`);
+        }
+        if (counts.length > 0) {
+          throw new AppError('failed_precondition', `project ${row.id} still holds ${counts.join(', ')}; delete them first`, {
             resourceId: row.id,
             detail: { kind: 'bad_resource_state' },
           });
