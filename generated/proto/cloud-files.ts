@@ -7,6 +7,8 @@ import { file_cloud_common_v1_metadata } from './cloud/common/v1/metadata_pb.js'
 import { file_cloud_common_v1_operation } from './cloud/common/v1/operation_pb.js';
 import { file_cloud_common_v1_operation_service } from './cloud/common/v1/operation_service_pb.js';
 import { file_cloud_common_v1_server_info_service } from './cloud/common/v1/server_info_service_pb.js';
+import { file_cloud_compute_v1_disk } from './cloud/compute/v1/disk_pb.js';
+import { file_cloud_compute_v1_disk_service } from './cloud/compute/v1/disk_service_pb.js';
 import { file_cloud_compute_v1_instance } from './cloud/compute/v1/instance_pb.js';
 import { file_cloud_compute_v1_instance_service } from './cloud/compute/v1/instance_service_pb.js';
 import { file_cloud_iam_v1_auth_public_key } from './cloud/iam/v1/auth_public_key_pb.js';
@@ -27,6 +29,8 @@ export const cloudProtoFiles: readonly GenFile[] = [
   file_cloud_common_v1_operation,
   file_cloud_common_v1_operation_service,
   file_cloud_common_v1_server_info_service,
+  file_cloud_compute_v1_disk,
+  file_cloud_compute_v1_disk_service,
   file_cloud_compute_v1_instance,
   file_cloud_compute_v1_instance_service,
   file_cloud_iam_v1_auth_public_key,

@@ -31,6 +31,7 @@ import { ResourceRepository } from '../../store/repositories/resource-repository
 import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck, type ParentListRequest } from '../cloud/named-resources.js';
 import type { Page } from '../cloud/paging.js';
 import type { ResourceKind } from '../cloud/resource-kind.js';
+import { DiskAttachments } from './disk-service.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
 const COMPUTE_SERVICE = 'compute';
@@ -61,8 +62,10 @@ const WORK = {
  */
 export class InstanceService {
   readonly resources: NamedResources<Instance>;
+  private readonly disks: DiskAttachments;
 
   constructor(knex: Knex, operations: Operations, options: InstanceServiceOptions) {
+    this.disks = new DiskAttachments(knex, operations);
     this.resources = new NamedResources(knex, operations, {
       schema: InstanceSchema,
       service: COMPUTE_SERVICE,
@@ -79,7 +82,20 @@ export class InstanceService {
       specViolations,
       quota: { limit: options.quotaPerProject, name: 'compute.instances.count', plural: 'instances' },
       oneOperationAtATime: true,
+      afterWrite: (trx, next, previous) => this.syncDisks(trx, next ?? previous, next?.spec, previous?.spec),
     });
+  }
+
+  /** The disks of this server the instance names record it (DiskAttachments); those it no longer names are freed. */
+  private syncDisks(
+    trx: Knex,
+    instance: Instance | undefined,
+    next: InstanceSpec | undefined,
+    previous: InstanceSpec | undefined,
+    strict = true,
+  ): Promise<void> {
+    const target = { id: instance?.metadata?.id ?? '', projectId: instance?.metadata?.parentId ?? '' };
+    return this.disks.sync(trx, target, next, previous, strict);
   }
 
   get(principal: Principal, id: string): Promise<Instance> {
@@ -180,9 +196,15 @@ export class InstanceService {
       const holder = name === row.name ? undefined : await instances.findByName(row.parent_id, name, trx);
       if (holder && holder.id !== row.id) restored.metadata.name = row.name;
       await this.resources.save(trx, restored);
+      await this.syncDisks(trx, restored, restored.spec, current.spec, false);
     };
+    // The instance is gone: the disks it named are free.
     const remove = async (trx: Knex, work: Work) => {
+      const row = await instances.lock(work.resourceId, trx);
+      if (!row) return;
       await instances.delete(work.resourceId, trx);
+      const gone = this.resources.decode(row);
+      await this.syncDisks(trx, gone, undefined, gone.spec);
     };
     const settle = (finish: (instance: Instance) => void, phases: readonly string[]): WorkHandler => ({
       phases,
