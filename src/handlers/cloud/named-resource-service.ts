@@ -3,7 +3,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { toOperationMessage } from '../../engines/operations/index.js';
 import type { ParentListRequest } from '../../services/cloud/named-resources.js';
 import type { NamedResourceRules, ResourceKindRules } from '../../services/cloud/resource-kind.js';
-import { principalOf, recordedHeaders, resetMaskOf } from './context.js';
+import { operationCallOf, principalOf, resetMaskOf } from './context.js';
 
 /** Decode → the resource's rules → encode, for Get, GetByName, List, Create, Update (reset mask) and Delete. */
 export function namedResourceServiceImpl<Resource, CreateRequest, UpdateRequest>(rules: NamedResourceRules<Resource, CreateRequest, UpdateRequest>) {
@@ -12,11 +12,11 @@ export function namedResourceServiceImpl<Resource, CreateRequest, UpdateRequest>
     getByName: (request: { parentId: string; name: string }, context: HandlerContext) => rules.getByName(principalOf(context), request.parentId, request.name),
     list: (request: ParentListRequest, context: HandlerContext) => rules.list(principalOf(context), request),
     create: async (request: CreateRequest, context: HandlerContext) =>
-      toOperationMessage(await rules.create(principalOf(context), request, recordedHeaders(context.requestHeader))),
+      toOperationMessage(await rules.create(principalOf(context), request, operationCallOf(context))),
     update: async (request: UpdateRequest, context: HandlerContext) =>
-      toOperationMessage(await rules.update(principalOf(context), request, resetMaskOf(context), recordedHeaders(context.requestHeader))),
+      toOperationMessage(await rules.update(principalOf(context), request, resetMaskOf(context), operationCallOf(context))),
     delete: async (request: { id: string }, context: HandlerContext) =>
-      toOperationMessage(await rules.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader))),
+      toOperationMessage(await rules.delete(principalOf(context), request.id, operationCallOf(context))),
   };
 }
 
@@ -28,8 +28,7 @@ export function resourceKindServiceImpl(rules: ResourceKindRules): Partial<Servi
   const idOperations = Object.fromEntries(
     Object.entries(rules.idOperations ?? {}).map(([name, run]) => [
       name,
-      async (request: { id: string }, context: HandlerContext) =>
-        toOperationMessage(await run(principalOf(context), request.id, recordedHeaders(context.requestHeader))),
+      async (request: { id: string }, context: HandlerContext) => toOperationMessage(await run(principalOf(context), request.id, operationCallOf(context))),
     ]),
   );
   return {

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
-import { okStatus, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
+import { okStatus, type Operations, type PendingKey, type RecordedHeaders } from '../../engines/operations/index.js';
 import { printResetMask, type ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import type { ResourceRepository, ResourceRow } from '../../store/repositories/resource-repository.js';
@@ -41,6 +41,8 @@ export interface OperationInput {
   /** The packed request (see packOperationRequest). */
   request: Uint8Array;
   headers: RecordedHeaders;
+  /** The request's idempotency key, written with the operation (Operations.begin). */
+  idempotency?: PendingKey;
   /**
    * The kind of background work that completes the operation (compute instances). Without it the
    * change is already done and the operation is recorded complete (IAM).
@@ -378,6 +380,7 @@ export function beginOperation(
     parentId: target.parentId,
     request: operation.request,
     requestHeaders: operation.headers,
+    ...(operation.idempotency ? { idempotency: operation.idempotency } : {}),
     ...(operation.work === undefined
       ? { status: okStatus() }
       : { work: { kind: operation.work, payload: operation.previous ? { previous: Buffer.from(operation.previous).toString('base64') } : {} } }),

@@ -1,7 +1,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
 import type { Principal } from '../../auth/principal.js';
-import type { Operations, RecordedHeaders, WorkHandler } from '../../engines/operations/index.js';
+import type { OperationCall, Operations, WorkHandler } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import type { ParentCheck, ParentListRequest } from './named-resources.js';
@@ -27,9 +27,9 @@ export interface NamedResourceRules<Resource = unknown, CreateRequest = unknown,
   get(principal: Principal, id: string): Promise<Resource>;
   getByName(principal: Principal, parentId: string, name: string): Promise<Resource>;
   list(principal: Principal, request: ParentListRequest): Promise<Page<Resource>>;
-  create(principal: Principal, request: CreateRequest, headers: RecordedHeaders): Promise<OperationRow>;
-  update(principal: Principal, request: UpdateRequest, mask: ResetMask, headers: RecordedHeaders): Promise<OperationRow>;
-  delete(principal: Principal, id: string, headers: RecordedHeaders): Promise<OperationRow>;
+  create(principal: Principal, request: CreateRequest, call: OperationCall): Promise<OperationRow>;
+  update(principal: Principal, request: UpdateRequest, mask: ResetMask, call: OperationCall): Promise<OperationRow>;
+  delete(principal: Principal, id: string, call: OperationCall): Promise<OperationRow>;
 }
 
 /** What a kind adds to the shared rules: its operations list, any id-taking mutations and its background work. */
@@ -38,7 +38,7 @@ export interface ResourceKindRules {
   resources: NamedResourceRules;
   listOperationsByParent(principal: Principal, request: ParentListRequest): Promise<Page<OperationRow>>;
   /** RPCs that take `{id}` and start an operation (InstanceService.Start, Stop), by the method's local name. */
-  idOperations?: Record<string, (principal: Principal, id: string, headers: RecordedHeaders) => Promise<OperationRow>>;
+  idOperations?: Record<string, (principal: Principal, id: string, call: OperationCall) => Promise<OperationRow>>;
   workHandlers: Record<string, WorkHandler>;
 }
 

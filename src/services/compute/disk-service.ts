@@ -20,7 +20,7 @@ import {
 import type { AttachedDisk, InstanceSpec } from '../../../generated/proto/cloud/compute/v1/instance_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
-import { packOperationRequest, type Operations, type RecordedHeaders, type Work, type WorkHandler } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type OperationCall, type Work, type WorkHandler } from '../../engines/operations/index.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
@@ -35,7 +35,7 @@ const COMPUTE_SERVICE = 'compute';
 const DISKS_TABLE = 'compute_disks';
 
 /** The id of a disk this server made: `disk-<20 hex>`. Other `disk_id` values of an instance are opaque external references. */
-export const DISK_ID_PATTERN = /^disk-[0-9a-f]{20}$/;
+const DISK_ID_PATTERN = /^disk-[0-9a-f]{20}$/;
 
 const DEFAULT_BLOCK_SIZE = 4096n;
 const MAX_BLOCK_SIZE = 131_072n;
@@ -57,7 +57,7 @@ export interface DiskServiceOptions {
  * and its status names the instances it is attached to (kept by DiskAttachments in the transaction
  * of each instance change).
  */
-export class DiskService {
+class DiskService {
   readonly resources: NamedResources<Disk>;
 
   constructor(knex: Knex, options: DiskServiceOptions & { operations: Operations }) {
@@ -77,15 +77,15 @@ export class DiskService {
   }
 
   /** Creates the disk in state CREATING; its operation's work makes it READY. */
-  create(principal: Principal, request: CreateDiskRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateDiskRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const spec = request.spec ? clone(DiskSpecSchema, request.spec) : create(DiskSpecSchema);
-    const operation = { description: 'Create disk', request: packOperationRequest(CreateDiskRequestSchema, request), headers, work: WORK.create };
+    const operation = { description: 'Create disk', request: packOperationRequest(CreateDiskRequestSchema, request), ...call, work: WORK.create };
     return this.resources.create(principal, { metadata: request.metadata, spec }, operation);
   }
 
   /** Replaces the disk under the reset mask; the size can grow, never shrink. */
-  update(principal: Principal, request: UpdateDiskRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
-    const operation = { description: 'Update disk', request: packOperationRequest(UpdateDiskRequestSchema, request), headers, work: WORK.update };
+  update(principal: Principal, request: UpdateDiskRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
+    const operation = { description: 'Update disk', request: packOperationRequest(UpdateDiskRequestSchema, request), ...call, work: WORK.update };
     return this.resources.update(principal, request, mask, operation, (next, stored) => {
       const before = stored.spec?.sizeBytes ?? 0n;
       if ((next.spec?.sizeBytes ?? 0n) < before) throw invalid([{ field: 'spec.size_bytes', message: `cannot shrink below the current ${before}` }]);
@@ -94,7 +94,7 @@ export class DiskService {
   }
 
   /** Marks a disk no instance has attached DELETING; its operation's work removes the row. */
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       const holders = attachedInstances(stored);
@@ -105,7 +105,7 @@ export class DiskService {
         });
       }
       const request = packOperationRequest(DeleteDiskRequestSchema, create(DeleteDiskRequestSchema, { id }));
-      return { next: withState(stored, State.DELETING), operation: { description: 'Delete disk', request, headers, work: WORK.delete } };
+      return { next: withState(stored, State.DELETING), operation: { description: 'Delete disk', request, ...call, work: WORK.delete } };
     });
   }
 

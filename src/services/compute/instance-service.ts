@@ -24,7 +24,7 @@ import {
 import { AppError, type Violation } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
-import { packOperationRequest, type Operations, type RecordedHeaders, type Work, type WorkHandler } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type OperationCall, type Work, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
@@ -60,7 +60,7 @@ const WORK = {
  * rules all named resources share, in NamedResources), and the state transitions their
  * background work completes.
  */
-export class InstanceService {
+class InstanceService {
   readonly resources: NamedResources<Instance>;
   private readonly disks: DiskAttachments;
 
@@ -115,7 +115,7 @@ export class InstanceService {
   }
 
   /** Creates the instance in state CREATING; its operation's work brings it to RUNNING (or STOPPED). */
-  create(principal: Principal, request: CreateInstanceRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateInstanceRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const spec = request.spec ? clone(InstanceSpecSchema, request.spec) : create(InstanceSpecSchema);
     return this.resources.create(
       principal,
@@ -123,7 +123,7 @@ export class InstanceService {
       {
         description: 'Create instance',
         request: packOperationRequest(CreateInstanceRequestSchema, request),
-        headers,
+        ...call,
         work: WORK.create,
       },
     );
@@ -133,14 +133,14 @@ export class InstanceService {
    * Replaces the instance with the request under the reset mask (docs/cloud-api.md, "Update with a reset mask"): `resource_version` 0
    * skips the version check, another stale value → ABORTED; an IMMUTABLE change → INVALID_ARGUMENT.
    */
-  update(principal: Principal, request: UpdateInstanceRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
-    const operation = { description: 'Update instance', request: packOperationRequest(UpdateInstanceRequestSchema, request), headers, work: WORK.update };
+  update(principal: Principal, request: UpdateInstanceRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
+    const operation = { description: 'Update instance', request: packOperationRequest(UpdateInstanceRequestSchema, request), ...call, work: WORK.update };
     return this.resources.update(principal, request, mask, operation, (next, stored) => {
       next.status = withState(stored, State.UPDATING).status;
     });
   }
 
-  start(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  start(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       requireState(stored, [State.STOPPED], 'Start');
@@ -148,11 +148,11 @@ export class InstanceService {
       next.spec = create(InstanceSpecSchema, next.spec);
       next.spec.stopped = false;
       const request = packOperationRequest(StartInstanceRequestSchema, create(StartInstanceRequestSchema, { id }));
-      return { next, operation: { description: 'Start instance', request, headers, work: WORK.start } };
+      return { next, operation: { description: 'Start instance', request, ...call, work: WORK.start } };
     });
   }
 
-  stop(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  stop(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       requireState(stored, [State.RUNNING, State.ERROR], 'Stop');
@@ -160,16 +160,16 @@ export class InstanceService {
       next.spec = create(InstanceSpecSchema, next.spec);
       next.spec.stopped = true;
       const request = packOperationRequest(StopInstanceRequestSchema, create(StopInstanceRequestSchema, { id }));
-      return { next, operation: { description: 'Stop instance', request, headers, work: WORK.stop } };
+      return { next, operation: { description: 'Stop instance', request, ...call, work: WORK.stop } };
     });
   }
 
   /** Marks the instance DELETING; its operation's work removes the row. */
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       const request = packOperationRequest(DeleteInstanceRequestSchema, create(DeleteInstanceRequestSchema, { id }));
-      return { next: withState(stored, State.DELETING), operation: { description: 'Delete instance', request, headers, work: WORK.delete } };
+      return { next: withState(stored, State.DELETING), operation: { description: 'Delete instance', request, ...call, work: WORK.delete } };
     });
   }
 
@@ -264,8 +264,8 @@ export const instanceKind: ResourceKind = {
       resources: instances,
       listOperationsByParent: (principal, request) => instances.listOperationsByParent(principal, request),
       idOperations: {
-        start: (principal, id, headers) => instances.start(principal, id, headers),
-        stop: (principal, id, headers) => instances.stop(principal, id, headers),
+        start: (principal, id, call) => instances.start(principal, id, call),
+        stop: (principal, id, call) => instances.stop(principal, id, call),
       },
       workHandlers: instances.workHandlers(),
     };

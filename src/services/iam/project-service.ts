@@ -22,7 +22,7 @@ import type { OperationRow } from '../../store/repositories/operation-repository
 import { NamedResources } from '../cloud/named-resources.js';
 import type { Page } from '../cloud/paging.js';
 import type { ProjectChild } from '../cloud/resource-kind.js';
-import type { RecordedHeaders } from '../../engines/operations/index.js';
+import type { OperationCall } from '../../engines/operations/index.js';
 
 /** The api_service_name of the IAM resource services: their operations are served on this endpoint. */
 export const IAM_SERVICE = 'cpl.iam';
@@ -147,7 +147,7 @@ export class ProjectService {
   }
 
   /** An empty `metadata.parent_id` means the tenant (there is only one). */
-  create(principal: Principal, request: CreateProjectRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateProjectRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const metadata = request.metadata ? { ...request.metadata, parentId: request.metadata.parentId || this.tenantId } : { parentId: this.tenantId, name: '' };
     return this.resources.create(
       principal,
@@ -155,24 +155,24 @@ export class ProjectService {
       {
         description: 'Create project',
         request: packOperationRequest(CreateProjectRequestSchema, request),
-        headers,
+        ...call,
       },
     );
   }
 
-  update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.update(principal, request, mask, {
       description: 'Update project',
       request: packOperationRequest(UpdateProjectRequestSchema, request),
-      headers,
+      ...call,
     });
   }
 
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.delete(principal, id, {
       description: 'Delete project',
       request: packOperationRequest(DeleteProjectRequestSchema, create(DeleteProjectRequestSchema, { id })),
-      headers,
+      ...call,
     });
   }
 }
