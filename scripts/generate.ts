@@ -30,6 +30,7 @@ const GRAPHQL_MAPPERS: Record<string, Record<string, string>> = {
 
 async function generate(outRoot: string): Promise<void> {
   execFileSync(join(ROOT, 'node_modules/.bin/buf'), ['generate', '--output', outRoot], { cwd: ROOT, stdio: 'inherit' });
+  writeCloudFileIndex(outRoot);
 
   const openapiDir = join(ROOT, 'contracts/openapi');
   mkdirSync(join(outRoot, 'generated/openapi'), { recursive: true });
@@ -65,6 +66,34 @@ async function generate(outRoot: string): Promise<void> {
       writeFileSync(join(outRoot, 'generated/graphql', file.replace(/\.graphql$/, '.ts')), `${HEADER}/* eslint-disable */\n${output}`);
     }
   }
+}
+
+/**
+ * `generated/proto/cloud-files.ts`: every file of the cloud API (contracts/proto/cloud, and
+ * google.rpc.Status its errors carry), so that what enumerates the API (the JSON registry of
+ * Connect and gRPC-Web, the CLI's resource commands) reads the contracts, not a hand-kept list.
+ */
+function writeCloudFileIndex(outRoot: string): void {
+  const protoRoot = join(outRoot, 'generated/proto');
+  const files = [...listFiles(join(protoRoot, 'cloud')), join(protoRoot, 'google/rpc/status_pb.ts')]
+    .filter((path) => path.endsWith('_pb.ts'))
+    .map((path) => relative(protoRoot, path))
+    .sort();
+  const entries = files.map((path) => {
+    const name = /export const (file_\w+)/.exec(readFileSync(join(protoRoot, path), 'utf8'))?.[1];
+    if (!name) throw new Error(`${path} exports no file descriptor`);
+    return { path: `./${path.replace(/\.ts$/, '.js')}`, name };
+  });
+  const text = [
+    HEADER,
+    "import type { GenFile } from '@bufbuild/protobuf/codegenv2';",
+    ...entries.map(({ path, name }) => `import { ${name} } from '${path}';`),
+    '',
+    '/** Every file of the cloud API, with google.rpc.Status. */',
+    `export const cloudProtoFiles: readonly GenFile[] = [${entries.map(({ name }) => `\n  ${name},`).join('')}\n];`,
+    '',
+  ].join('\n');
+  writeFileSync(join(protoRoot, 'cloud-files.ts'), text);
 }
 
 function listFiles(dir: string): string[] {

@@ -249,6 +249,10 @@ export async function runStatefulGrpc(options: StatefulGrpcOptions): Promise<Sta
       ProjectService: { as: admin, request: (seed) => ({ metadata: { name: nameOf('project', seed) }, spec: { description: `seed ${seed}` } }) },
       ServiceAccountService: { as: a.principal, request: (seed) => ({ metadata: { parentId: a.project, name: nameOf('account', seed) } }) },
       AuthPublicKeyService: { as: a.principal, request: () => ({ spec: { serviceAccountId: a.account, data: publicPem() } }) },
+      DiskService: {
+        as: a.principal,
+        request: (seed) => ({ metadata: { parentId: a.project, name: nameOf('disk', seed) }, spec: { sizeBytes: String(BigInt(1 + (seed % 4)) << 30n) } }),
+      },
       InstanceService: {
         as: a.principal,
         request: (seed) => ({ metadata: { parentId: a.project, name: nameOf('vm', seed) }, spec: { description: `seed ${seed}` } }),
@@ -313,10 +317,16 @@ async function runChain(
   const rounds = 1 + (seed % 3);
   for (let round = 0; round < rounds; round++) {
     if (update) {
-      await wait(calls, await calls.call(update, { metadata: { id }, spec: { description: `round ${round} of seed ${seed}` } }, creator.token, creator.name));
+      // The spec's description where the kind has one; otherwise a label (every resource has labels).
+      const mark = `round ${round} of seed ${seed}`;
+      const spec = update.input.fields.find((field) => field.name === 'spec');
+      const described = spec?.fieldKind === 'message' && spec.message.fields.some((field) => field.name === 'description');
+      const change: Json = described ? { metadata: { id }, spec: { description: mark } } : { metadata: { id, labels: { round: `r${round}-s${seed}` } } };
+      await wait(calls, await calls.call(update, change, creator.token, creator.name));
       const after = await calls.call(get, { id }, creator.token, creator.name);
-      if ((after.spec as Json | undefined)?.description !== `round ${round} of seed ${seed}`) {
-        throw new SequenceFailure(`${service.name}.Get after Update answered spec ${JSON.stringify(after.spec)}`);
+      const seen = described ? (after.spec as Json | undefined)?.description : ((after.metadata as Json | undefined)?.labels as Json | undefined)?.round;
+      if (seen !== (described ? mark : `r${round}-s${seed}`)) {
+        throw new SequenceFailure(`${service.name}.Get after Update answered ${JSON.stringify({ metadata: after.metadata, spec: after.spec })}`);
       }
     } else {
       for (const name of ['Deactivate', 'Activate']) {

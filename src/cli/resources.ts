@@ -28,8 +28,7 @@ import { parse as parseYaml } from 'yaml';
 import { FieldBehavior, field_behavior } from '../../generated/proto/cloud/annotations_pb.js';
 import { OperationSchema, type Operation } from '../../generated/proto/cloud/common/v1/operation_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
-import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
-import { AuthPublicKeyService } from '../../generated/proto/cloud/iam/v1/auth_public_key_service_pb.js';
+import { cloudProtoFiles } from '../../generated/proto/cloud-files.js';
 import { ProjectService } from '../../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { ServiceAccountService } from '../../generated/proto/cloud/iam/v1/service_account_service_pb.js';
 import { isMutating, pagedField, resetMaskFromMessage, type CloudSdk, type Pageable } from '../sdk/index.js';
@@ -38,13 +37,18 @@ import { stringValue } from './command.js';
 import { EXIT, messageJson, print, printList, printMessage, UsageError } from './output.js';
 import { progressLine } from './progress.js';
 
-/** The services with resources, and whether a resource's parent is a project (then the profile's project is the default parent). */
-const RESOURCE_SERVICES: Array<{ service: DescService; parentIsProject: boolean }> = [
-  { service: InstanceService, parentIsProject: true },
-  { service: ProjectService, parentIsProject: false },
-  { service: ServiceAccountService, parentIsProject: true },
-  { service: AuthPublicKeyService, parentIsProject: true },
-];
+/**
+ * The services with resources — every service of the cloud protos with Create, Get and List
+ * (generated/proto/cloud-files.ts, so a new resource service gets its commands with nothing edited
+ * here) — and whether a resource's parent is a project (every resource's but a project's; then the
+ * profile's project is the default parent).
+ */
+function resourceServices(): Array<{ service: DescService; parentIsProject: boolean }> {
+  return cloudProtoFiles
+    .flatMap((file) => file.services)
+    .filter((service) => ['Create', 'Get', 'List'].every((name) => service.methods.some((method) => method.name === name)))
+    .map((service) => ({ service, parentIsProject: service.typeName !== ProjectService.typeName }));
+}
 
 /**
  * Against a server without OperationService.Wait, operations poll every 250 ms (an operator waits for
@@ -385,7 +389,7 @@ function verbCommand(verb: Verb, words: string[]): Command {
 /** Every generated command. */
 export function resourceCommands(): Command[] {
   const commands: Command[] = [];
-  for (const { service, parentIsProject } of RESOURCE_SERVICES) {
+  for (const { service, parentIsProject } of resourceServices()) {
     const [, area = ''] = service.typeName.split('.');
     const resource = kebab(service.name.replace(/Service$/, ''));
     for (const method of service.methods) {

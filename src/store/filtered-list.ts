@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { requiredConditions, type Filter, type FilterCondition, type FilterValueType, type Operator } from '../engines/filter/index.js';
 
-/** The tables of cloud resources: each has `id`, `seq`, `parent_id` and `doc` (src/store/resource-document.ts). */
-export type ResourceTable = 'compute_instances' | 'iam_projects' | 'iam_service_accounts' | 'iam_public_keys';
+/** The table of a cloud resource kind (src/services/cloud/resource-kind.ts): each has `id`, `seq`, `parent_id` and `doc` (src/store/resource-document.ts). */
+export type ResourceTable = string;
 
 /** How many rows one filtered page may examine unless configured (LIST_FILTER_SCAN_ROWS). */
 export const DEFAULT_LIST_SCAN_ROWS = 10_000;

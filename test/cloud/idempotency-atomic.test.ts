@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
-import { IdempotencyKeys, Operations } from '../../src/engines/operations/index.js';
+import { IdempotencyKeys, Operations, type PendingKey } from '../../src/engines/operations/index.js';
 import { expectGrpcError } from '../support/grpc.js';
 import { seedProjects } from '../support/projects.js';
 import { startCloudServer, waitForOperation, type CloudServer } from './fixtures.js';
@@ -98,9 +98,10 @@ test('20 concurrent atomic runs of one key, each in its own transaction, commit 
   const operations = new Operations(knex);
   const keys = new IdempotencyKeys(knex);
   const scope = { principal: 'useraccount-atomic', method: '/test.Atomic/Create', key: 'atomic-concurrent-key-01' };
-  const work = () =>
+  const work = (idempotency: PendingKey) =>
     knex.transaction(async (trx) => {
       const row = await operations.begin(trx, {
+        idempotency,
         service: 'test',
         description: 'atomic',
         createdBy: scope.principal,

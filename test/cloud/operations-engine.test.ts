@@ -5,7 +5,6 @@ import { openTestDatabase } from '../support/app.js';
 import type { Database } from '../../src/store/database.js';
 import { AppError } from '../../src/errors.js';
 import {
-  IdempotencyKeys,
   Operations,
   OperationSweeper,
   OperationWorker,
@@ -188,25 +187,6 @@ test('the sweeper deletes completed operations past retention, never running one
   expect(later.idempotencyKeys).toBe(1);
   expect(await db.knex('operations').where({ id: keyed }).first()).toBeUndefined();
   expect(await db.knex('operations').where({ id: running }).first()).toBeDefined();
-});
-
-test('20 concurrent runs of one idempotency key execute once and all answer the same operation', async () => {
-  const keys = new IdempotencyKeys(db.knex, { pollMs: 5 });
-  let executions = 0;
-  const scope = { principal: 'useraccount-x', method: '/svc/Create', key: 'concurrent-key-000001' };
-  const results = await Promise.all(
-    Array.from({ length: 20 }, () =>
-      keys.run(scope, 'hash-1', async () => {
-        executions++;
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        return 'operation-once';
-      }),
-    ),
-  );
-  expect(executions).toBe(1);
-  expect(new Set(results.map((result) => result.operationId))).toEqual(new Set(['operation-once']));
-  expect(results.filter((result) => !result.replayed)).toHaveLength(1);
-  await expect(keys.run(scope, 'hash-2', async () => 'never')).rejects.toMatchObject({ code: 'invalid_argument' });
 });
 
 const REDACTION_CASES: Array<

@@ -20,6 +20,7 @@ import * as reflectionV1alpha from '../../generated/proto/grpc/reflection/v1alph
 import type { RpcTestClient } from '../support/grpc.js';
 import type { StatusName } from './grpc-checks.js';
 import { IAM_RPC_CASES } from './grpc-cases-iam.js';
+import { DISK_RPC_CASES } from './grpc-cases-disks.js';
 
 export interface RpcContext {
   /** The client of the protocol the cases run over (grpc-js, or a connect-node transport). */
@@ -481,5 +482,6 @@ export const RPC_CASES: Record<string, RpcCase[]> = {
     ),
     fails('UNAUTHENTICATED', 'no token', (ctx) => ctx.grpc.call(I.listOperationsByParent, { parentId: ctx.project }, NONE)),
   ],
+  ...DISK_RPC_CASES,
   ...IAM_RPC_CASES,
 };

@@ -1,6 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { AppError } from '../../errors.js';
 import { IdempotencyRepository, type IdempotencyRow, type IdempotencyScope } from '../../store/repositories/idempotency-repository.js';
@@ -8,41 +6,33 @@ import { IdempotencyRepository, type IdempotencyRow, type IdempotencyScope } fro
 /** The key alphabet of docs/cloud-api.md ("Retry safely"); 16 characters at least so keys are not guessed or reused by accident. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9-]{16,128}$/;
 
-/** How `run` waits for a first request in progress (`runAtomic` leaves no key in progress: its duplicates wait in the database). */
-export interface IdempotencyOptions {
-  /** How long a duplicate waits for the first request to produce its operation. */
-  waitMs?: number;
-  /** How often a duplicate looks again when the first request runs in another process. */
-  pollMs?: number;
-  /** A first request unfinished after this long is presumed dead (its process crashed) and taken over. */
-  staleMs?: number;
-}
-
 export interface IdempotentResult {
   operationId: string;
   /** True when an earlier request with the key produced the operation. */
   replayed: boolean;
-  /** On a replay under `sealWith`: the answer the first request stored (setPendingAnswer), opened. */
+  /** On a replay under `sealWith`: the answer the first request stored (PendingKey.answer), opened. */
   answer?: Uint8Array;
 }
 
 /**
- * The key of the request being served by `IdempotencyKeys.runAtomic`, waiting to be written by the
- * transaction that records the request's operation (`recordPendingKey`, called by Operations.begin).
+ * The idempotency key of the request being served, made by `IdempotencyKeys.runAtomic` and handed
+ * to its `execute`, which passes it in the operation's input through the service down to
+ * Operations.begin: the transaction that records the operation writes it (`recordPendingKey`).
  */
-interface PendingKey {
-  repository: IdempotencyRepository;
-  scope: IdempotencyScope;
-  hash: string;
+export interface PendingKey {
+  readonly scope: IdempotencyScope;
+  readonly hash: string;
+  /** The caller's key, which seals the answer (runAtomic's `sealWith`); unset: no answer is kept. */
+  readonly sealWith?: string;
+  /**
+   * For a mutating method whose answer is not its Operation (AuthPublicKeyService.Generate): the
+   * encoded answer, kept with the key so that a retry with the key gets it again. Set by the service
+   * before the operation is recorded.
+   */
+  answer?: Uint8Array;
   /** The operation the key was written with, once a transaction wrote it. */
   recordedFor?: string;
-  /** The caller's key, which seals the answer (runAtomic's `sealWith`); unset: no answer is kept. */
-  sealWith?: string;
-  /** The answer to keep with the key (setPendingAnswer). */
-  answer?: Uint8Array;
 }
-
-const pendingKeys = new AsyncLocalStorage<PendingKey>();
 
 /** Thrown inside the recording transaction when another request committed the key first: the transaction rolls back. */
 class KeyTaken extends Error {
@@ -52,28 +42,16 @@ class KeyTaken extends Error {
 }
 
 /**
- * Writes the idempotency key of the request being served (if any, and not yet written) in `trx`,
- * answered by `operationId`: the key, the operation and the resource change then commit together
- * or not at all. When a concurrent request with the key committed first, throws, so `trx` rolls
- * back and the request answers the winner's operation.
+ * Writes the pending key (if not yet written) in `trx`, answered by `operationId`: the key, the
+ * operation and the resource change then commit together or not at all. When a concurrent request
+ * with the key committed first, throws, so `trx` rolls back and the request answers the winner's
+ * operation.
  */
-export async function recordPendingKey(trx: Knex, operationId: string): Promise<void> {
-  const pending = pendingKeys.getStore();
-  if (!pending || pending.recordedFor !== undefined) return;
+export async function recordPendingKey(repository: IdempotencyRepository, trx: Knex, pending: PendingKey, operationId: string): Promise<void> {
+  if (pending.recordedFor !== undefined) return;
   const sealed = pending.sealWith !== undefined && pending.answer !== undefined ? sealAnswer(pending.sealWith, pending.scope, pending.answer) : undefined;
-  if (!(await pending.repository.claimAnswered(pending.scope, pending.hash, operationId, trx, sealed))) throw new KeyTaken();
+  if (!(await repository.claimAnswered(pending.scope, pending.hash, operationId, trx, sealed))) throw new KeyTaken();
   pending.recordedFor = operationId;
-}
-
-/**
- * For a mutating method whose answer is not its Operation (AuthPublicKeyService.Generate): the
- * encoded answer, kept with the idempotency key of the request being served so a retry with the key
- * gets it again. Call it before the operation is recorded (Operations.begin), in its transaction's
- * flow; without a key (or outside runAtomic) nothing is kept.
- */
-export function setPendingAnswer(answer: Uint8Array): void {
-  const pending = pendingKeys.getStore();
-  if (pending && pending.recordedFor === undefined) pending.answer = answer;
 }
 
 /**
@@ -123,42 +101,36 @@ export function requestHash(...parts: string[]): string {
  * Exactly-once execution per (principal, method, key): a unique constraint on the key decides the
  * winner, also across processes, and duplicates answer with the winner's operation. A different
  * request under the same key is refused; a failed request leaves the key free, since no operation
- * exists for it. `runAtomic` writes the key in the transaction of the work (one commit; what the
- * cloud RPCs use), `run` around it (three commits; for work that records no operation itself).
+ * exists for it. The key is written by the transaction of the work (one commit), which receives it
+ * explicitly (`execute(pending)`, then the operation's input, down to Operations.begin).
  */
 export class IdempotencyKeys {
   private readonly repository: IdempotencyRepository;
-  private readonly settled = new EventEmitter();
 
-  constructor(
-    knex: Knex,
-    private readonly options: IdempotencyOptions = {},
-  ) {
+  constructor(knex: Knex) {
     this.repository = new IdempotencyRepository(knex);
-    this.settled.setMaxListeners(0);
   }
 
   /**
    * Exactly-once execution in one commit, for an `execute` that records its operation through
-   * Operations.begin: the key is written by that same transaction (`recordPendingKey`), already
-   * answered by the operation, so no key ever points nowhere and no committed operation lacks its key.
-   * Concurrent duplicates serialize on the key's unique index (or earlier, on the locks the work
-   * takes, e.g. the per-project lock of a create): the one that commits first wins, the others roll
-   * back their work and answer its operation. A retry of a finished request does the same: its work
-   * runs up to the key (or fails on the state the first one left) and rolls back. A failed request
-   * writes nothing, so its key stays free.
-   * A key written by `run` and still in progress (its operation unknown) is waited for as `run` does.
+   * Operations.begin with the pending key it is given: the key is written by that same transaction
+   * (`recordPendingKey`), already answered by the operation, so no key ever points nowhere and no
+   * committed operation lacks its key. Concurrent duplicates serialize on the key's unique index (or
+   * earlier, on the locks the work takes, e.g. the per-project lock of a create): the one that
+   * commits first wins, the others roll back their work and answer its operation. A retry of a
+   * finished request does the same: its work runs up to the key (or fails on the state the first one
+   * left) and rolls back. A failed request writes nothing, so its key stays free.
    */
   async runAtomic(
     scope: IdempotencyScope,
     hash: string,
-    execute: () => Promise<string | undefined>,
+    execute: (pending: PendingKey) => Promise<string | undefined>,
     options: { sealWith?: string } = {},
   ): Promise<IdempotentResult> {
     // No look-up first: a first request (the common case) goes straight to its transaction, and a
     // retry finds the key there (the insert conflicts, or the work fails on what the first one did).
-    const pending: PendingKey = { repository: this.repository, scope, hash, sealWith: options.sealWith };
-    const answer = (row: IdempotencyRow) => this.answer(row, scope, hash, execute, options.sealWith);
+    const pending: PendingKey = { scope, hash, ...(options.sealWith === undefined ? {} : { sealWith: options.sealWith }) };
+    const answer = (row: IdempotencyRow) => this.answer(row, scope, hash, options.sealWith);
     if (options.sealWith !== undefined) {
       // Work that keeps its answer is costly (Generate: a key pair): a retry answers before doing it again.
       const first = await this.repository.find(scope);
@@ -167,7 +139,7 @@ export class IdempotencyKeys {
     let operationId: string | undefined;
     try {
       // An execute that answers no Operation names none: the one it recorded is the key's.
-      operationId = (await pendingKeys.run(pending, execute)) ?? pending.recordedFor;
+      operationId = (await execute(pending)) ?? pending.recordedFor;
     } catch (error) {
       // A duplicate (concurrent, or a retry) fails on the key (KeyTaken) or on the state the first
       // request left (the name it took, the operation it started): its operation is the answer.
@@ -177,81 +149,23 @@ export class IdempotencyKeys {
     }
     if (operationId === undefined) throw new Error('an idempotent request recorded no operation');
     if (pending.recordedFor !== operationId && !(await this.repository.claimAnswered(scope, hash, operationId))) {
-      // The work recorded its operation some other way (no cloud RPC does): the key is written after
-      // it, and a request that wrote it meanwhile keeps it. Such work is not exactly-once, only answered so.
+      // The work recorded its operation without the pending key (no cloud RPC does): the key is
+      // written after it, and a request that wrote it meanwhile keeps it. Such work is not
+      // exactly-once, only answered so.
       const first = await this.repository.find(scope);
       if (first) return answer(first);
     }
     return { operationId, replayed: false };
   }
 
-  /** The answer to a request whose key exists: the operation it names (and its sealed answer), or `run`'s wait while its first request is in progress. */
-  private answer(
-    row: IdempotencyRow,
-    scope: IdempotencyScope,
-    hash: string,
-    execute: () => Promise<string | undefined>,
-    sealWith: string | undefined,
-  ): Promise<IdempotentResult> {
+  /** The answer to a request whose key exists: the operation it names (and its sealed answer). */
+  private answer(row: IdempotencyRow, scope: IdempotencyScope, hash: string, sealWith: string | undefined): IdempotentResult {
     if (row.request_hash !== hash) throw keyReused();
-    if (row.operation_id) {
-      const answer = sealWith !== undefined && row.answer ? openAnswer(sealWith, scope, row.answer) : undefined;
-      return Promise.resolve({ operationId: row.operation_id, replayed: true, ...(answer ? { answer } : {}) });
-    }
-    return this.run(scope, hash, async () => {
-      const operationId = await execute();
-      if (operationId === undefined) throw new Error('an idempotent request recorded no operation');
-      return operationId;
-    });
-  }
-
-  /**
-   * The same guarantee for an `execute` that does not record through Operations.begin, in three
-   * commits: the key is claimed first, the work runs, the key is answered with its operation.
-   */
-  async run(scope: IdempotencyScope, hash: string, execute: () => Promise<string>): Promise<IdempotentResult> {
-    const waitMs = this.options.waitMs ?? 30_000;
-    const deadline = Date.now() + waitMs;
-    const name = JSON.stringify([scope.principal, scope.method, scope.key]);
-    for (;;) {
-      let claimed = await this.repository.claim(scope, hash);
-      const row = claimed ? undefined : await this.repository.find(scope);
-      if (!claimed && row === undefined) continue; // the first request failed and released the key
-      if (row && row.request_hash !== hash) throw keyReused();
-      if (row?.operation_id) return { operationId: row.operation_id, replayed: true };
-      const staleMs = this.options.staleMs ?? 60_000;
-      if (row && Date.now() - row.created_at.getTime() > staleMs) {
-        claimed = await this.repository.takeOver(scope, new Date(Date.now() - staleMs));
-      }
-      if (claimed) {
-        try {
-          const operationId = await execute();
-          await this.repository.setOperation(scope, operationId);
-          return { operationId, replayed: false };
-        } catch (error) {
-          await this.repository.release(scope).catch(() => undefined);
-          throw error;
-        } finally {
-          this.settled.emit(name);
-        }
-      }
-      if (Date.now() > deadline) {
-        throw new AppError('aborted', 'a request with this idempotency key is still in progress; retry later');
-      }
-      await this.waitForSettle(name, Math.min(this.options.pollMs ?? 25, Math.max(1, deadline - Date.now())));
-    }
-  }
-
-  private waitForSettle(name: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.settled.off(name, done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.settled.on(name, done);
-    });
+    // Every key is written already answered; one without its operation was left by the removed
+    // three-commit path (20261129100100_drop_unanswered_idempotency_keys deletes them).
+    if (!row.operation_id) throw new AppError('aborted', 'a request with this idempotency key is still in progress; retry later');
+    const answer = sealWith !== undefined && row.answer ? openAnswer(sealWith, scope, row.answer) : undefined;
+    return { operationId: row.operation_id, replayed: true, ...(answer ? { answer } : {}) };
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { recordPendingKey } from './idempotency.js';
+import { IdempotencyRepository } from '../../store/repositories/idempotency-repository.js';
+import { recordPendingKey, type PendingKey } from './idempotency.js';
 import {
   OperationRepository,
   type FilteredOperationQuery,
@@ -12,6 +13,15 @@ import {
 /** What a service records when a mutation starts. */
 /** Request headers recorded on an operation: lowercase name → values. */
 export type RecordedHeaders = Record<string, string[]>;
+
+/**
+ * What a mutating call hands its service for the operation it records: the headers recorded on it
+ * and the request's idempotency key, carried explicitly down to `begin`.
+ */
+export interface OperationCall {
+  headers: RecordedHeaders;
+  idempotency?: PendingKey;
+}
 
 export interface NewOperation {
   /** The api_service_name of the service (e.g. "compute"). */
@@ -29,6 +39,8 @@ export interface NewOperation {
   work?: { kind: string; payload?: Record<string, unknown> };
   /** The final status of a synchronous operation. */
   status?: Uint8Array;
+  /** The idempotency key of the request (IdempotencyKeys.runAtomic), written in the same transaction. */
+  idempotency?: PendingKey;
 }
 
 export const WORK_CHANNEL = 'cloud_operation_work';
@@ -45,23 +57,25 @@ export function newOperationId(): string {
  */
 export class Operations {
   readonly repository: OperationRepository;
+  private readonly keys: IdempotencyRepository;
 
   constructor(
     private readonly knex: Knex,
     private readonly onEnqueue: () => void = () => undefined,
   ) {
     this.repository = new OperationRepository(knex);
+    this.keys = new IdempotencyRepository(knex);
   }
 
   /**
-   * Records an operation in `trx`, with the idempotency key of the request being served
-   * (IdempotencyKeys.runAtomic); its work becomes claimable when `trx` commits.
+   * Records an operation in `trx`, with the idempotency key of the request (`operation.idempotency`,
+   * from IdempotencyKeys.runAtomic through the service); its work becomes claimable when `trx` commits.
    */
   async begin(trx: Knex, operation: NewOperation): Promise<OperationRow> {
     const synchronous = operation.work === undefined;
     const id = newOperationId();
     // The request's idempotency key (if any) commits with the operation it answers.
-    await recordPendingKey(trx, id);
+    if (operation.idempotency) await recordPendingKey(this.keys, trx, operation.idempotency, id);
     const row = await this.repository.insert(
       {
         id,

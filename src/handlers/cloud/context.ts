@@ -1,5 +1,5 @@
 import { printResetMask, ResetMaskParseError, resetMaskFromHeaderValues, type ResetMask } from '../../engines/reset-mask/index.js';
-import type { RecordedHeaders } from '../../engines/operations/index.js';
+import type { OperationCall, PendingKey, RecordedHeaders } from '../../engines/operations/index.js';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { AppError } from '../../errors.js';
 import type { Principal } from '../../auth/principal.js';
@@ -21,10 +21,19 @@ export function principalOf(context: HandlerContext): Principal {
   return principal;
 }
 
+/** The idempotency key of a mutating call, set by the idempotency interceptor (IdempotencyKeys.runAtomic). */
+export const pendingKeyKey = createContextKey<PendingKey | undefined>(undefined, { description: 'cloud API idempotency key' });
+
 /** Headers recorded on operations (lowercase name → values). */
-export function recordedHeaders(header: Headers): RecordedHeaders {
+function recordedHeaders(header: Headers): RecordedHeaders {
   const key = header.get('x-idempotency-key');
   return key === null ? {} : { 'x-idempotency-key': [key] };
+}
+
+/** What a mutating handler hands its service: the headers to record and the request's idempotency key, passed explicitly. */
+export function operationCallOf(context: Pick<HandlerContext, 'values' | 'requestHeader'>): OperationCall {
+  const idempotency = context.values.get(pendingKeyKey);
+  return { headers: recordedHeaders(context.requestHeader), ...(idempotency ? { idempotency } : {}) };
 }
 
 /** One request's `X-ResetMask`, parsed once: the tree and its canonical print, or why it is malformed. */

@@ -4,8 +4,8 @@ import { OperationSchema, type Operation } from '../../../generated/proto/cloud/
 import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { AppError } from '../../errors.js';
 import { resolvePrincipal, type PrincipalResolver } from '../../auth/principal.js';
-import { assertIdempotencyKey, hashedIdempotencyKey, requestHash, type IdempotencyKeys } from '../../engines/operations/index.js';
-import { endpointKey, principalKey, resetMaskForHash } from './context.js';
+import { assertIdempotencyKey, hashedIdempotencyKey, requestHash, type IdempotencyKeys, type PendingKey } from '../../engines/operations/index.js';
+import { endpointKey, pendingKeyKey, principalKey, resetMaskForHash } from './context.js';
 import { apiServiceNameOf, toConnectError } from './errors.js';
 
 /** Services with this `api_service_name` answer on every endpoint (OperationService). */
@@ -113,8 +113,10 @@ function stableStringify(value: JsonValue): string {
  * method answers with the same Operation (its current state) and the work runs once, also for
  * concurrent duplicates; the same key with another request → INVALID_ARGUMENT. Reads ignore it, and
  * so do methods called without a principal (the token exchange). The key is written by the
- * transaction that records the operation (IdempotencyKeys.runAtomic). A method whose answer is not
- * its Operation (Generate) keeps its answer with the key (setPendingAnswer), sealed under the
+ * transaction that records the operation (IdempotencyKeys.runAtomic): the pending key is set on the
+ * request's context, and the handler passes it to the service in the operation's input
+ * (operationCallOf). A method whose answer is not its Operation (Generate) keeps its answer with the
+ * key (PendingKey.answer), sealed under the
  * caller's key, which is stored only as a hash; a retry gets that answer again.
  */
 export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; loadOperation(id: string): Promise<Operation> }): Interceptor {
@@ -133,7 +135,9 @@ export function createIdempotencyInterceptor(options: { keys: IdempotencyKeys; l
       );
       let response: UnaryResponse | undefined;
       const scope = { principal: principal.id, method, key: answersOperation ? key : hashedIdempotencyKey(key) };
-      const execute = async () => {
+      const execute = async (pending: PendingKey) => {
+        // The key travels with the request's context to the handler, which passes it to the service.
+        req.contextValues.set(pendingKeyKey, pending);
         const answer = await next(req);
         if (answer.stream) throw new Error('a mutating method must be unary');
         response = answer;

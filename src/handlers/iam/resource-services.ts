@@ -8,7 +8,7 @@ import type { ProjectService } from '../../services/iam/project-service.js';
 import type { ServiceAccountService } from '../../services/iam/service-account-service.js';
 import type { PublicKeyService } from '../../services/iam/public-key-service.js';
 import type { ProfileService } from '../../services/iam/profile-service.js';
-import { principalKey, principalOf, recordedHeaders } from '../cloud/context.js';
+import { operationCallOf, principalKey, principalOf } from '../cloud/context.js';
 import { namedResourceServiceImpl } from '../cloud/named-resource-service.js';
 
 /** iam.v1.ProjectService: decode → ProjectService (the rules) → encode. */
@@ -27,18 +27,18 @@ export function authPublicKeyServiceImpl(keys: PublicKeyService): ServiceImpl<ty
     get: (request, context) => keys.get(principalOf(context), request.id),
     list: (request, context) => keys.list(principalOf(context), request),
     async create(request, context) {
-      return toOperationMessage(await keys.create(principalOf(context), request, recordedHeaders(context.requestHeader)));
+      return toOperationMessage(await keys.create(principalOf(context), request, operationCallOf(context)));
     },
-    // Not the idempotency key: it unseals the private key kept for a retry (createIdempotencyInterceptor).
-    generate: (request, context) => keys.generate(principalOf(context), request),
+    // No recorded headers: the idempotency key unseals the private key kept for a retry (createIdempotencyInterceptor).
+    generate: (request, context) => keys.generate(principalOf(context), request, { ...operationCallOf(context), headers: {} }),
     async activate(request, context) {
-      return toOperationMessage(await keys.activate(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+      return toOperationMessage(await keys.activate(principalOf(context), request.id, operationCallOf(context)));
     },
     async deactivate(request, context) {
-      return toOperationMessage(await keys.deactivate(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+      return toOperationMessage(await keys.deactivate(principalOf(context), request.id, operationCallOf(context)));
     },
     async delete(request, context) {
-      return toOperationMessage(await keys.delete(principalOf(context), request.id, recordedHeaders(context.requestHeader)));
+      return toOperationMessage(await keys.delete(principalOf(context), request.id, operationCallOf(context)));
     },
   };
 }

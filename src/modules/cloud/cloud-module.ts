@@ -1,7 +1,6 @@
 import type { DescService } from '@bufbuild/protobuf';
 import type { Interceptor, ServiceImpl } from '@connectrpc/connect';
 import { OperationService } from '../../../generated/proto/cloud/common/v1/operation_service_pb.js';
-import { InstanceService as InstanceServiceDesc } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { settingsOf } from '../../config.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { rpcService, type RpcService } from '../../server/rpc-routes.js';
@@ -19,7 +18,6 @@ import {
   WORK_CHANNEL,
   type WorkHandler,
 } from '../../engines/operations/index.js';
-import { InstanceService } from '../../services/compute/instance-service.js';
 import type { ParentCheck } from '../../services/cloud/named-resources.js';
 import { OperationQueries } from '../../services/cloud/operation-queries.js';
 import { AppError } from '../../errors.js';
@@ -32,8 +30,10 @@ import {
 } from '../../handlers/cloud/interceptors.js';
 import { apiServiceNameOf, cancelledRpcStatus, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
 import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors.js';
-import { instanceServiceImpl } from '../../handlers/cloud/instance-service.js';
+import { resourceKindServiceImpl } from '../../handlers/cloud/named-resource-service.js';
 import { operationServiceImpl } from '../../handlers/cloud/operation-service.js';
+import type { ResourceKind } from '../../services/cloud/resource-kind.js';
+import { CLOUD_RESOURCE_KINDS } from './resource-kinds.js';
 
 /**
  * Another cloud service served behind the same interceptors (auth, endpoints, idempotency, errors).
@@ -67,20 +67,22 @@ export interface CloudModuleOptions {
   parentExists?: ParentCheck;
   /** More services behind the cloud interceptors (IAM's). */
   services?: CloudService[];
+  /** The resource kinds served (default CLOUD_RESOURCE_KINDS). */
+  kinds?: readonly ResourceKind[];
 }
 
 export interface CloudModule extends ServerModule {
   operations: Operations;
   worker: OperationWorker;
   sweeper: OperationSweeper;
-  instances: InstanceService;
   /** Every cloud RPC service with its interceptors: what the server, the gRPC fast path and tests serve. */
   rpc(): RpcService[];
 }
 
 /**
- * The cloud API (docs/cloud-api.md): OperationService and compute InstanceService over gRPC, gRPC-Web and
- * Connect, every call through one interceptor chain — errors (outermost), endpoints (API_DOMAIN),
+ * The cloud API (docs/cloud-api.md): OperationService and the service of every declared resource kind
+ * (src/modules/cloud/resource-kinds.ts: compute instances and disks) over gRPC, gRPC-Web and Connect,
+ * every call through one interceptor chain — errors (outermost), endpoints (API_DOMAIN),
  * auth, idempotency — and the operation worker and sweeper running in the background.
  */
 export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): CloudModule {
@@ -105,12 +107,18 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     intervalMs: Math.min(60_000, config.operationRetentionSeconds * 250),
     onError: (error, context) => logger.error({ err: error, context }, 'operation sweep failed'),
   });
-  const instances = new InstanceService(db.knex, operations, {
-    quotaPerProject: config.quotaInstancesPerProject,
+  const kindContext = {
+    knex: db.knex,
+    operations,
     parentExists: options.parentExists,
     listScanRows: config.listFilterScanRows,
+    quotaPerProject: { instance: config.quotaInstancesPerProject },
+  };
+  const kindServices = (options.kinds ?? CLOUD_RESOURCE_KINDS).map((kind) => {
+    const rules = kind.rules(kindContext);
+    Object.assign(handlers, rules.workHandlers);
+    return cloudService(kind.service, resourceKindServiceImpl(rules));
   });
-  Object.assign(handlers, instances.workHandlers());
   const keys = new IdempotencyKeys(db.knex);
   const authPolicies = new Map<string, AuthPolicy>();
   const waiters = new OperationWaiters({
@@ -138,11 +146,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
       },
     }),
   ];
-  const services = [
-    cloudService(OperationService, operationServiceImpl(queries)),
-    cloudService(InstanceServiceDesc, instanceServiceImpl(instances)),
-    ...(options.services ?? []),
-  ];
+  const services = [cloudService(OperationService, operationServiceImpl(queries)), ...kindServices, ...(options.services ?? [])];
   for (const { service, auth } of services) {
     for (const [method, policy] of Object.entries(auth)) authPolicies.set(`${service.typeName}/${method}`, policy);
   }
@@ -161,7 +165,6 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     operations,
     worker,
     sweeper,
-    instances,
     rpc: () => rpcServices,
     async start() {
       // Other processes' new work wakes this worker at once (PGlite: in-process notifications).

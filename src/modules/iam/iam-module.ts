@@ -10,6 +10,7 @@ import type { PrincipalResolver } from '../../auth/principal.js';
 import { serviceAccountPrincipalResolver } from '../../auth/service-account-principal.js';
 import type { Operations } from '../../engines/operations/index.js';
 import type { ParentCheck } from '../../services/cloud/named-resources.js';
+import type { ProjectChild } from '../../services/cloud/resource-kind.js';
 import type { UserService } from '../../services/user-service.js';
 import { ProjectService } from '../../services/iam/project-service.js';
 import { ServiceAccountService } from '../../services/iam/service-account-service.js';
@@ -46,12 +47,16 @@ export interface IamModule extends ServerModule {
  * IAM (docs/iam.md): projects, service accounts, their keys, profiles and the token exchange (gRPC and
  * `POST /oauth2/token/exchange`). Makes the tenant and the `default` project at first start. The
  * gRPC services run inside the cloud module (same interceptors, operations and errors): `operations`
- * is the cloud module's one instance.
+ * is the cloud module's one instance; `projectChildren` are the cloud module's resource kinds that live
+ * in a project (IAM counts them without knowing them).
  */
-export async function iamModule(ctx: ModuleContext, options: { users: UserService; operations: Operations }): Promise<IamModule> {
+export async function iamModule(
+  ctx: ModuleContext,
+  options: { users: UserService; operations: Operations; projectChildren?: readonly ProjectChild[] },
+): Promise<IamModule> {
   const { db, tokens, config, logger } = ctx;
   const { operations } = options;
-  const projects = new ProjectService(db.knex, operations, config.listFilterScanRows);
+  const projects = new ProjectService(db.knex, operations, config.listFilterScanRows, options.projectChildren);
   await projects.ensureTenant();
   const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx), config.listFilterScanRows);
   const keys = new PublicKeyService(db.knex, operations, serviceAccounts, config.listFilterScanRows);

@@ -6,18 +6,26 @@ import type { Knex } from 'knex';
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
-import { okStatus, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
+import { okStatus, type Operations, type PendingKey, type RecordedHeaders } from '../../engines/operations/index.js';
 import { printResetMask, type ResetMask } from '../../engines/reset-mask/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import type { ResourceRepository, ResourceRow } from '../../store/repositories/resource-repository.js';
 import { resourceDocument } from '../../store/resource-document.js';
 import { onUniqueViolation } from '../../store/unique-violation.js';
-import { filteredScope, listFilter } from './list-filter.js';
+import { filteredScope, listFilter, operationListFilter } from './list-filter.js';
 import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from './paging.js';
 import { replaceWithResetMask } from './resource-update.js';
 
 /** A resource with the cloud API's `{metadata, spec, status}` shape. */
 export type NamedResource = Message & { metadata?: ResourceMetadata; spec?: Message; status?: Message };
+
+/** A List request of a parent's resources (or of their operations). */
+export interface ParentListRequest {
+  parentId: string;
+  pageSize: bigint;
+  pageToken: string;
+  filter: string;
+}
 
 /** Decides whether a parent id names an existing parent (holding it until the transaction ends). */
 export type ParentCheck = (parentId: string, trx: Knex) => Promise<boolean>;
@@ -33,6 +41,8 @@ export interface OperationInput {
   /** The packed request (see packOperationRequest). */
   request: Uint8Array;
   headers: RecordedHeaders;
+  /** The request's idempotency key, written with the operation (Operations.begin). */
+  idempotency?: PendingKey;
   /**
    * The kind of background work that completes the operation (compute instances). Without it the
    * change is already done and the operation is recorded complete (IAM).
@@ -84,6 +94,12 @@ export interface NamedResourceKind<T extends NamedResource> {
   oneOperationAtATime?: boolean;
   /** Refuses a delete that would orphan something (a project with accounts or instances). */
   beforeDelete?(row: ResourceRow, trx: Knex): Promise<void>;
+  /**
+   * Runs in the transaction of every create and mutation, after the row is written: what other
+   * resources keep about this one (the disks an instance attaches). `next` is undefined when the row
+   * was removed, `previous` on a create. Throwing rolls the change back.
+   */
+  afterWrite?(trx: Knex, next: T | undefined, previous: T | undefined): Promise<void>;
   /** At most this many rows examined per filtered List page (LIST_FILTER_SCAN_ROWS). */
   listScanRows: number;
 }
@@ -142,7 +158,7 @@ export class NamedResources<T extends NamedResource> {
    * "List filters"). When resources are their own read scope (projects), a service account's list
    * holds only what it may read (its own project) instead of failing.
    */
-  async list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<T>> {
+  async list(principal: Principal, request: ParentListRequest): Promise<Page<T>> {
     requireFields({ parent_id: request.parentId });
     const filter = listFilter(request.filter, this.kind.schema);
     const size = pageSize(request.pageSize);
@@ -164,6 +180,23 @@ export class NamedResources<T extends NamedResource> {
       ...(only === undefined ? {} : { ids: only }),
     });
     return boundedPageFrom(rows, size, scope, (row) => this.decode(row), resumeAfter);
+  }
+
+  /**
+   * One page of the operations of a parent's resources of this service (ListOperationsByParent),
+   * newest first, those matching `filter` when one is given.
+   */
+  async listOperationsByParent(principal: Principal, request: ParentListRequest): Promise<Page<OperationRow>> {
+    requireFields({ parent_id: request.parentId });
+    const size = pageSize(request.pageSize);
+    const filter = operationListFilter(request.filter);
+    const scope = filteredScope(`operations-by-parent:${request.parentId}`, request.filter);
+    const before = decodePageToken(scope, request.pageToken);
+    authorize(principal, 'read', request.parentId);
+    const query = { parentId: request.parentId, services: [this.kind.service], beforeSeq: before, limit: size + 1 };
+    if (filter === undefined) return pageFrom(await this.operations.list(query), size, scope);
+    const result = await this.operations.listFiltered({ ...query, filter, scanRows: this.kind.listScanRows });
+    return boundedPageFrom(result.rows, size, scope, (row) => row, result.resumeAfter);
   }
 
   /** Creates the resource and starts (or records) its operation in one transaction. */
@@ -198,6 +231,7 @@ export class NamedResources<T extends NamedResource> {
           trx,
         )
         .catch(onUniqueViolation(() => this.nameTaken(name, parentId, '')));
+      await this.kind.afterWrite?.(trx, resource, undefined);
       return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId }, operation);
     });
   }
@@ -267,13 +301,15 @@ export class NamedResources<T extends NamedResource> {
           });
         }
       }
-      const { next, operation } = await change(this.decode(row), row, trx);
+      const stored = this.decode(row);
+      const { next, operation } = await change(stored, row, trx);
       if (next === 'deleted') {
         await this.repository.delete(id, trx);
       } else {
         const name = next.metadata?.name ?? '';
         await this.save(trx, next).catch(onUniqueViolation(() => this.nameTaken(name, row.parent_id, '')));
       }
+      await this.kind.afterWrite?.(trx, next === 'deleted' ? undefined : next, stored);
       const withPrevious = operation.work === undefined ? operation : { ...operation, previous: row.data };
       return beginOperation(this.operations, trx, this.kind.service, principal, { resourceId: id, parentId: row.parent_id }, withPrevious);
     });
@@ -344,6 +380,7 @@ export function beginOperation(
     parentId: target.parentId,
     request: operation.request,
     requestHeaders: operation.headers,
+    ...(operation.idempotency ? { idempotency: operation.idempotency } : {}),
     ...(operation.work === undefined
       ? { status: okStatus() }
       : { work: { kind: operation.work, payload: operation.previous ? { previous: Buffer.from(operation.previous).toString('base64') } : {} } }),

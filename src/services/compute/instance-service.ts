@@ -14,6 +14,7 @@ import {
 import {
   CreateInstanceRequestSchema,
   DeleteInstanceRequestSchema,
+  InstanceService as InstanceServiceDesc,
   StartInstanceRequestSchema,
   StopInstanceRequestSchema,
   UpdateInstanceRequestSchema,
@@ -21,15 +22,16 @@ import {
   type UpdateInstanceRequest,
 } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { AppError, type Violation } from '../../errors.js';
-import { authorize, type Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/principal.js';
 import type { ResetMask } from '../../engines/reset-mask/index.js';
-import { packOperationRequest, type Operations, type RecordedHeaders, type Work, type WorkHandler } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type OperationCall, type Work, type WorkHandler } from '../../engines/operations/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { DEFAULT_LIST_SCAN_ROWS } from '../../store/filtered-list.js';
 import { ResourceRepository } from '../../store/repositories/resource-repository.js';
-import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck } from '../cloud/named-resources.js';
-import { boundedPageFrom, decodePageToken, pageFrom, pageSize, type Page } from '../cloud/paging.js';
-import { filteredScope, operationListFilter } from '../cloud/list-filter.js';
+import { NamedResources, PROJECT_ID_PATTERN, previousOf, requireFields, type ParentCheck, type ParentListRequest } from '../cloud/named-resources.js';
+import type { Page } from '../cloud/paging.js';
+import type { ResourceKind } from '../cloud/resource-kind.js';
+import { DiskAttachments } from './disk-service.js';
 
 /** The api_service_name of InstanceService: operations it starts are served on this endpoint. */
 const COMPUTE_SERVICE = 'compute';
@@ -58,21 +60,17 @@ const WORK = {
  * rules all named resources share, in NamedResources), and the state transitions their
  * background work completes.
  */
-export class InstanceService {
+class InstanceService {
   readonly resources: NamedResources<Instance>;
-  private readonly listScanRows: number;
+  private readonly disks: DiskAttachments;
 
-  constructor(
-    knex: Knex,
-    private readonly operations: Operations,
-    options: InstanceServiceOptions,
-  ) {
-    this.listScanRows = options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS;
+  constructor(knex: Knex, operations: Operations, options: InstanceServiceOptions) {
+    this.disks = new DiskAttachments(knex, operations);
     this.resources = new NamedResources(knex, operations, {
       schema: InstanceSchema,
       service: COMPUTE_SERVICE,
       idPrefix: 'instance',
-      listScanRows: this.listScanRows,
+      listScanRows: options.listScanRows ?? DEFAULT_LIST_SCAN_ROWS,
       label: 'instance',
       parentLabel: 'project',
       parentIdPattern: PROJECT_ID_PATTERN,
@@ -84,7 +82,20 @@ export class InstanceService {
       specViolations,
       quota: { limit: options.quotaPerProject, name: 'compute.instances.count', plural: 'instances' },
       oneOperationAtATime: true,
+      afterWrite: (trx, next, previous) => this.syncDisks(trx, next ?? previous, next?.spec, previous?.spec),
     });
+  }
+
+  /** The disks of this server the instance names record it (DiskAttachments); those it no longer names are freed. */
+  private syncDisks(
+    trx: Knex,
+    instance: Instance | undefined,
+    next: InstanceSpec | undefined,
+    previous: InstanceSpec | undefined,
+    strict = true,
+  ): Promise<void> {
+    const target = { id: instance?.metadata?.id ?? '', projectId: instance?.metadata?.parentId ?? '' };
+    return this.disks.sync(trx, target, next, previous, strict);
   }
 
   get(principal: Principal, id: string): Promise<Instance> {
@@ -95,28 +106,16 @@ export class InstanceService {
     return this.resources.getByName(principal, parentId, name);
   }
 
-  list(principal: Principal, request: { parentId: string; pageSize: bigint; pageToken: string; filter: string }): Promise<Page<Instance>> {
+  list(principal: Principal, request: ParentListRequest): Promise<Page<Instance>> {
     return this.resources.list(principal, request);
   }
 
-  async listOperationsByParent(
-    principal: Principal,
-    request: { parentId: string; pageSize: bigint; pageToken: string; filter: string },
-  ): Promise<Page<OperationRow>> {
-    requireFields({ parent_id: request.parentId });
-    const size = pageSize(request.pageSize);
-    const filter = operationListFilter(request.filter);
-    const scope = filteredScope(`operations-by-parent:${request.parentId}`, request.filter);
-    const before = decodePageToken(scope, request.pageToken);
-    authorize(principal, 'read', request.parentId);
-    const query = { parentId: request.parentId, services: [COMPUTE_SERVICE], beforeSeq: before, limit: size + 1 };
-    if (filter === undefined) return pageFrom(await this.operations.list(query), size, scope);
-    const result = await this.operations.listFiltered({ ...query, filter, scanRows: this.listScanRows });
-    return boundedPageFrom(result.rows, size, scope, (row) => row, result.resumeAfter);
+  listOperationsByParent(principal: Principal, request: ParentListRequest): Promise<Page<OperationRow>> {
+    return this.resources.listOperationsByParent(principal, request);
   }
 
   /** Creates the instance in state CREATING; its operation's work brings it to RUNNING (or STOPPED). */
-  create(principal: Principal, request: CreateInstanceRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateInstanceRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const spec = request.spec ? clone(InstanceSpecSchema, request.spec) : create(InstanceSpecSchema);
     return this.resources.create(
       principal,
@@ -124,7 +123,7 @@ export class InstanceService {
       {
         description: 'Create instance',
         request: packOperationRequest(CreateInstanceRequestSchema, request),
-        headers,
+        ...call,
         work: WORK.create,
       },
     );
@@ -134,14 +133,14 @@ export class InstanceService {
    * Replaces the instance with the request under the reset mask (docs/cloud-api.md, "Update with a reset mask"): `resource_version` 0
    * skips the version check, another stale value → ABORTED; an IMMUTABLE change → INVALID_ARGUMENT.
    */
-  update(principal: Principal, request: UpdateInstanceRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
-    const operation = { description: 'Update instance', request: packOperationRequest(UpdateInstanceRequestSchema, request), headers, work: WORK.update };
+  update(principal: Principal, request: UpdateInstanceRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
+    const operation = { description: 'Update instance', request: packOperationRequest(UpdateInstanceRequestSchema, request), ...call, work: WORK.update };
     return this.resources.update(principal, request, mask, operation, (next, stored) => {
       next.status = withState(stored, State.UPDATING).status;
     });
   }
 
-  start(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  start(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       requireState(stored, [State.STOPPED], 'Start');
@@ -149,11 +148,11 @@ export class InstanceService {
       next.spec = create(InstanceSpecSchema, next.spec);
       next.spec.stopped = false;
       const request = packOperationRequest(StartInstanceRequestSchema, create(StartInstanceRequestSchema, { id }));
-      return { next, operation: { description: 'Start instance', request, headers, work: WORK.start } };
+      return { next, operation: { description: 'Start instance', request, ...call, work: WORK.start } };
     });
   }
 
-  stop(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  stop(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       requireState(stored, [State.RUNNING, State.ERROR], 'Stop');
@@ -161,16 +160,16 @@ export class InstanceService {
       next.spec = create(InstanceSpecSchema, next.spec);
       next.spec.stopped = true;
       const request = packOperationRequest(StopInstanceRequestSchema, create(StopInstanceRequestSchema, { id }));
-      return { next, operation: { description: 'Stop instance', request, headers, work: WORK.stop } };
+      return { next, operation: { description: 'Stop instance', request, ...call, work: WORK.stop } };
     });
   }
 
   /** Marks the instance DELETING; its operation's work removes the row. */
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.resources.mutate(principal, id, async (stored) => {
       const request = packOperationRequest(DeleteInstanceRequestSchema, create(DeleteInstanceRequestSchema, { id }));
-      return { next: withState(stored, State.DELETING), operation: { description: 'Delete instance', request, headers, work: WORK.delete } };
+      return { next: withState(stored, State.DELETING), operation: { description: 'Delete instance', request, ...call, work: WORK.delete } };
     });
   }
 
@@ -197,6 +196,15 @@ export class InstanceService {
       const holder = name === row.name ? undefined : await instances.findByName(row.parent_id, name, trx);
       if (holder && holder.id !== row.id) restored.metadata.name = row.name;
       await this.resources.save(trx, restored);
+      await this.syncDisks(trx, restored, restored.spec, current.spec, false);
+    };
+    // The instance is gone: the disks it named are free.
+    const remove = async (trx: Knex, work: Work) => {
+      const row = await instances.lock(work.resourceId, trx);
+      if (!row) return;
+      await instances.delete(work.resourceId, trx);
+      const gone = this.resources.decode(row);
+      await this.syncDisks(trx, gone, undefined, gone.spec);
     };
     const settle = (finish: (instance: Instance) => void, phases: readonly string[]): WorkHandler => ({
       phases,
@@ -226,23 +234,43 @@ export class InstanceService {
     return {
       [WORK.create]: {
         ...settle(steady, ['allocating resources', 'attaching disks', 'booting']),
-        cancel: async (trx, work) => {
-          await instances.delete(work.resourceId, trx);
-        },
+        cancel: remove,
       },
       [WORK.update]: settle(steady, ['applying the spec', 'reconciling']),
       [WORK.start]: settle(steady, ['powering on', 'booting']),
       [WORK.stop]: settle(steady, ['shutting down the guest', 'powering off']),
       [WORK.delete]: {
         phases: ['stopping', 'releasing resources'],
-        complete: async (trx, work) => {
-          await instances.delete(work.resourceId, trx);
-        },
+        complete: remove,
         cancel: restore,
       },
     };
   }
 }
+
+/** The declaration of instances (src/services/cloud/resource-kind.ts): served by the cloud module, counted by the project-delete guard. */
+export const instanceKind: ResourceKind = {
+  service: InstanceServiceDesc,
+  table: 'compute_instances',
+  parent: 'project',
+  plural: 'instances',
+  rules: (context) => {
+    const instances = new InstanceService(context.knex, context.operations, {
+      quotaPerProject: context.quotaPerProject.instance ?? Number.MAX_SAFE_INTEGER,
+      parentExists: context.parentExists,
+      listScanRows: context.listScanRows,
+    });
+    return {
+      resources: instances,
+      listOperationsByParent: (principal, request) => instances.listOperationsByParent(principal, request),
+      idOperations: {
+        start: (principal, id, call) => instances.start(principal, id, call),
+        stop: (principal, id, call) => instances.stop(principal, id, call),
+      },
+      workHandlers: instances.workHandlers(),
+    };
+  },
+};
 
 /** A copy of the instance in a transitional (or ERROR) state. */
 function withState(instance: Instance, state: State): Instance {

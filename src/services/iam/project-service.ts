@@ -21,7 +21,8 @@ import { TenantRepository } from '../../store/repositories/tenant-repository.js'
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { NamedResources } from '../cloud/named-resources.js';
 import type { Page } from '../cloud/paging.js';
-import type { RecordedHeaders } from '../../engines/operations/index.js';
+import type { ProjectChild } from '../cloud/resource-kind.js';
+import type { OperationCall } from '../../engines/operations/index.js';
 
 /** The api_service_name of the IAM resource services: their operations are served on this endpoint. */
 export const IAM_SERVICE = 'cpl.iam';
@@ -44,11 +45,15 @@ export class ProjectService {
     operations: Operations,
     /** At most this many rows examined per filtered List page. */
     listScanRows = DEFAULT_LIST_SCAN_ROWS,
+    /** The resource kinds of other areas that live in a project (compute's instances and disks): a project holding any is not deleted. */
+    children: readonly ProjectChild[] = [],
   ) {
     this.tenants = new TenantRepository(knex);
     const repository = new ResourceRepository(knex, 'iam_projects');
-    const serviceAccounts = new ResourceRepository(knex, 'iam_service_accounts');
-    const instances = new ResourceRepository(knex, 'compute_instances');
+    const held = [{ table: 'iam_service_accounts', plural: 'service accounts' }, ...children].map((child) => ({
+      plural: child.plural,
+      rows: new ResourceRepository(knex, child.table),
+    }));
     this.resources = new NamedResources(knex, operations, {
       schema: ProjectSchema,
       service: IAM_SERVICE,
@@ -62,10 +67,13 @@ export class ProjectService {
       parentExists: async (parentId) => parentId === this.tenantId,
       readScope: 'self',
       beforeDelete: async (row, trx) => {
-        const accounts = await serviceAccounts.countByParent(row.id, trx);
-        const machines = await instances.countByParent(row.id, trx);
-        if (accounts > 0 || machines > 0) {
-          throw new AppError('failed_precondition', `project ${row.id} still holds ${accounts} service accounts and ${machines} instances; delete them first`, {
+        const counts: string[] = [];
+        for (const child of held) {
+          const count = await child.rows.countByParent(row.id, trx);
+          if (count > 0) counts.push(`${count} ${child.plural}`);
+        }
+        if (counts.length > 0) {
+          throw new AppError('failed_precondition', `project ${row.id} still holds ${counts.join(', ')}; delete them first`, {
             resourceId: row.id,
             detail: { kind: 'bad_resource_state' },
           });
@@ -139,7 +147,7 @@ export class ProjectService {
   }
 
   /** An empty `metadata.parent_id` means the tenant (there is only one). */
-  create(principal: Principal, request: CreateProjectRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateProjectRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const metadata = request.metadata ? { ...request.metadata, parentId: request.metadata.parentId || this.tenantId } : { parentId: this.tenantId, name: '' };
     return this.resources.create(
       principal,
@@ -147,24 +155,24 @@ export class ProjectService {
       {
         description: 'Create project',
         request: packOperationRequest(CreateProjectRequestSchema, request),
-        headers,
+        ...call,
       },
     );
   }
 
-  update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  update(principal: Principal, request: UpdateProjectRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.update(principal, request, mask, {
       description: 'Update project',
       request: packOperationRequest(UpdateProjectRequestSchema, request),
-      headers,
+      ...call,
     });
   }
 
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.delete(principal, id, {
       description: 'Delete project',
       request: packOperationRequest(DeleteProjectRequestSchema, create(DeleteProjectRequestSchema, { id })),
-      headers,
+      ...call,
     });
   }
 }

@@ -22,7 +22,7 @@ import {
 import type { ResourceMetadata } from '../../../generated/proto/cloud/common/v1/metadata_pb.js';
 import { AppError, type Violation } from '../../errors.js';
 import { authorize, type Principal } from '../../auth/principal.js';
-import { packOperationRequest, setPendingAnswer, type Operations, type RecordedHeaders } from '../../engines/operations/index.js';
+import { packOperationRequest, type Operations, type OperationCall } from '../../engines/operations/index.js';
 import type { JwtPublicKey } from '../../engines/service-account-jwt/index.js';
 import type { OperationRow } from '../../store/repositories/operation-repository.js';
 import { PublicKeyRepository, type PublicKeyRow } from '../../store/repositories/public-key-repository.js';
@@ -154,7 +154,7 @@ export class PublicKeyService {
   }
 
   /** Stores an uploaded public key (the caller keeps the private key). */
-  async create(principal: Principal, request: CreateAuthPublicKeyRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  async create(principal: Principal, request: CreateAuthPublicKeyRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     const accountId = request.spec?.serviceAccountId ?? '';
     const data = request.spec?.data ?? '';
     const violations = [
@@ -169,7 +169,7 @@ export class PublicKeyService {
       parsed,
       description: request.spec?.description ?? '',
       expiresAt: request.spec?.expiresAt,
-      operation: { description: 'Create public key', request: packOperationRequest(CreateAuthPublicKeyRequestSchema, request), headers },
+      operation: { description: 'Create public key', request: packOperationRequest(CreateAuthPublicKeyRequestSchema, request), ...call },
     });
     return row;
   }
@@ -177,13 +177,13 @@ export class PublicKeyService {
   /**
    * Generates an RSA 2048 key pair and stores the public half. The private key is in the answer
    * only: it is not logged and not in the operation (its request has no secret). A request with an
-   * `X-Idempotency-Key` keeps the answer with the key, sealed under it (setPendingAnswer), so a
+   * `X-Idempotency-Key` keeps the answer with the key, sealed under it (PendingKey.answer), so a
    * retry after a lost answer gets the same key pair instead of making a second key.
    */
   async generate(
     principal: Principal,
     request: GenerateAuthPublicKeyRequest,
-    headers: RecordedHeaders = {},
+    call: OperationCall = { headers: {} },
   ): Promise<{ key: AuthPublicKey; privateKey: string }> {
     const accountId = request.spec?.serviceAccountId ?? '';
     const violations = [...required({ 'spec.service_account_id': accountId }), ...expiryViolations('spec.expires_at', request.spec?.expiresAt)];
@@ -199,33 +199,33 @@ export class PublicKeyService {
       parsed,
       description: request.spec?.description ?? '',
       expiresAt: request.spec?.expiresAt,
-      operation: { description: 'Generate public key', request: packOperationRequest(GenerateAuthPublicKeyRequestSchema, request), headers },
+      operation: { description: 'Generate public key', request: packOperationRequest(GenerateAuthPublicKeyRequestSchema, request), ...call },
       answer: (stored) => toBinary(GenerateAuthPublicKeyResponseSchema, create(GenerateAuthPublicKeyResponseSchema, { key: stored, privateKey })),
     });
     return { key, privateKey };
   }
 
-  activate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  activate(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.setActive(
       principal,
       id,
       true,
       packOperationRequest(ActivateAuthPublicKeyRequestSchema, create(ActivateAuthPublicKeyRequestSchema, { id })),
-      headers,
+      call,
     );
   }
 
-  deactivate(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  deactivate(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.setActive(
       principal,
       id,
       false,
       packOperationRequest(DeactivateAuthPublicKeyRequestSchema, create(DeactivateAuthPublicKeyRequestSchema, { id })),
-      headers,
+      call,
     );
   }
 
-  async delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  async delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     requireFields({ id });
     return this.knex.transaction(async (trx) => {
       const row = await this.keys.lock(id, trx);
@@ -233,7 +233,7 @@ export class PublicKeyService {
       authorize(principal, 'mutate', row.parent_id);
       await this.keys.delete(id, trx);
       const request = packOperationRequest(DeleteAuthPublicKeyRequestSchema, create(DeleteAuthPublicKeyRequestSchema, { id }));
-      return this.finished(trx, principal, row, { description: 'Delete public key', request, headers });
+      return this.finished(trx, principal, row, { description: 'Delete public key', request, ...call });
     });
   }
 
@@ -243,7 +243,7 @@ export class PublicKeyService {
     return row ? { serviceAccountId: row.service_account_id, publicKey: row.public_key_pem, active: row.active, expiresAt: row.expires_at } : undefined;
   }
 
-  private async setActive(principal: Principal, id: string, active: boolean, request: Uint8Array, headers: RecordedHeaders): Promise<OperationRow> {
+  private async setActive(principal: Principal, id: string, active: boolean, request: Uint8Array, call: OperationCall): Promise<OperationRow> {
     requireFields({ id });
     return this.knex.transaction(async (trx) => {
       const row = await this.keys.lock(id, trx);
@@ -263,7 +263,7 @@ export class PublicKeyService {
         },
         trx,
       );
-      return this.finished(trx, principal, row, { description: active ? 'Activate public key' : 'Deactivate public key', request, headers });
+      return this.finished(trx, principal, row, { description: active ? 'Activate public key' : 'Deactivate public key', request, ...call });
     });
   }
 
@@ -326,7 +326,8 @@ export class PublicKeyService {
               }),
           ),
         );
-      if (input.answer) setPendingAnswer(input.answer(key));
+      // Kept with the request's idempotency key (sealed under it), so a retry with the key gets it again.
+      if (input.answer && input.operation.idempotency) input.operation.idempotency.answer = input.answer(key);
       const row = await this.finished(trx, principal, { id, parent_id: projectId }, input.operation);
       return { key, row };
     });

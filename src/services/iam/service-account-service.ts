@@ -17,7 +17,7 @@ import type { OperationRow } from '../../store/repositories/operation-repository
 import { NamedResources, PROJECT_ID_PATTERN, type ParentCheck } from '../cloud/named-resources.js';
 import { IAM_SERVICE } from './project-service.js';
 import type { Page } from '../cloud/paging.js';
-import type { RecordedHeaders } from '../../engines/operations/index.js';
+import type { OperationCall } from '../../engines/operations/index.js';
 
 /**
  * Service accounts (docs/iam.md): non-human identities living in a project. Everything about one
@@ -81,28 +81,28 @@ export class ServiceAccountService {
     return this.resources.list(principal, request);
   }
 
-  create(principal: Principal, request: CreateServiceAccountRequest, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  create(principal: Principal, request: CreateServiceAccountRequest, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.create(principal, request, {
       description: 'Create service account',
       request: packOperationRequest(CreateServiceAccountRequestSchema, request),
-      headers,
+      ...call,
     });
   }
 
-  update(principal: Principal, request: UpdateServiceAccountRequest, mask: ResetMask, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  update(principal: Principal, request: UpdateServiceAccountRequest, mask: ResetMask, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.update(principal, request, mask, {
       description: 'Update service account',
       request: packOperationRequest(UpdateServiceAccountRequestSchema, request),
-      headers,
+      ...call,
     });
   }
 
   /** Deletes the account; its keys go with it (foreign key cascade) and its tokens stop resolving. */
-  delete(principal: Principal, id: string, headers: RecordedHeaders = {}): Promise<OperationRow> {
+  delete(principal: Principal, id: string, call: OperationCall = { headers: {} }): Promise<OperationRow> {
     return this.resources.delete(principal, id, {
       description: 'Delete service account',
       request: packOperationRequest(DeleteServiceAccountRequestSchema, create(DeleteServiceAccountRequestSchema, { id })),
-      headers,
+      ...call,
     });
   }
 }

@@ -19,6 +19,8 @@ import * as addOperationCancelRequests from './20261128230300_add_operation_canc
 import * as addWebhookRequestProxyChain from './20261128233000_add_webhook_request_proxy_chain.js';
 import * as filterableOperations from './20261129030000_filterable_operations.js';
 import * as addUsersNameFolded from './20261129036000_add_users_name_folded.js';
+import * as createComputeDisks from './20261129100000_create_compute_disks.js';
+import * as dropUnansweredIdempotencyKeys from './20261129100100_drop_unanswered_idempotency_keys.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +52,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261128233000_add_webhook_request_proxy_chain': addWebhookRequestProxyChain,
   '20261129030000_filterable_operations': filterableOperations,
   '20261129036000_add_users_name_folded': addUsersNameFolded,
+  '20261129100000_create_compute_disks': createComputeDisks,
+  '20261129100100_drop_unanswered_idempotency_keys': dropUnansweredIdempotencyKeys,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Filter } from '../../engines/filter/index.js';
-import { filteredList, type FilteredRows } from '../filtered-list.js';
+import { filteredList, type FilteredRows, type ResourceTable } from '../filtered-list.js';
 import { pooledRead, type PooledStatement } from '../pool-fast-path/pooled-read.js';
 
 /** A stored resource (instance, project, service account): the protobuf message plus lookup columns. */
@@ -25,8 +25,8 @@ function normalize(row: Record<string, unknown>): ResourceRow {
 }
 
 /**
- * SQL shared by the tables of named cloud resources (`compute_instances`, `iam_projects`,
- * `iam_service_accounts`): all have the same columns and the `(parent_id, name)` unique index.
+ * SQL shared by the tables of named cloud resources (each resource kind's table: `compute_instances`,
+ * `compute_disks`, `iam_projects`…): all have the same columns and the `(parent_id, name)` unique index.
  * Every method takes an optional transaction.
  */
 export class ResourceRepository {
@@ -35,7 +35,7 @@ export class ResourceRepository {
 
   constructor(
     private readonly knex: Knex,
-    readonly table: 'compute_instances' | 'iam_projects' | 'iam_service_accounts',
+    readonly table: ResourceTable,
   ) {
     const sql = `SELECT ${COLUMNS.join(', ')} FROM ${table} WHERE id = `;
     this.findByIdSql = { pooled: { text: `${sql}$1` }, knex: `${sql}?` };
