@@ -13,6 +13,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 # Source maps stay out of the image (they are for debugging a checkout, not for serving).
 RUN npm run build && find dist -name '*.map' -type f -delete
+# The browser pages' large files are served from the gzip'd copies the build writes beside them
+# (src/server/vendored.ts decompresses one for the rare client that does not accept gzip): only those ship.
+RUN find dist/vendor -name '*.gz' -type f -exec sh -c 'for gz; do rm -- "${gz%.gz}"; done' sh {} +
 # The build bundles every package the server, `migrate` and `sandbox` import (scripts/build.mjs) except
 # the few that must stay files: PGlite (its wasm and data), @node-rs/argon2 (native) and yaml (read only
 # when a contract changed after the build), listed at their locked versions in dist/runtime/package.json.
@@ -39,7 +42,7 @@ COPY package.json ./
 COPY --from=build /runtime/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/generated ./dist/generated
-# The files the browser pages serve from build-time packages, and markdown-it bundled (src/server/vendored.ts).
+# The files the browser pages serve from build-time packages (gzip'd), and markdown-it bundled (src/server/vendored.ts).
 COPY --from=build /app/dist/vendor ./dist/vendor
 # The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
 COPY --from=build /app/dist/prebuilt ./dist/prebuilt
