@@ -22,14 +22,15 @@ RUN find dist/vendor -name '*.gz' -type f -exec sh -c 'for gz; do rm -- "${gz%.g
 # Those alone are installed for the runtime stage, then stripped of what no production process reads:
 # source maps, type declarations, TypeScript sources and markdown, the packages' own tests and examples,
 # PGlite's extension archives (the server loads no extension) and its CommonJS builds other than the
-# entry a new data directory's initdb child requires (src/store/pglite-init.ts).
+# entry knex-pglite and a new data directory's initdb child require (src/store/pglite-init.ts), and
+# yaml's browser build (Node loads its `node` export, dist/).
 WORKDIR /runtime
 RUN cp /app/dist/runtime/package.json . \
  && npm install --omit=dev --ignore-scripts --no-package-lock --no-audit --no-fund \
  && find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' -o -name '*.markdown' \) -delete \
  && find node_modules -type d \( -name test -o -name tests -o -name __tests__ -o -name example -o -name examples \) -prune -exec rm -rf {} + \
  && find node_modules/@electric-sql/pglite/dist -name '*.cjs' ! -path '*/dist/index.cjs' -delete \
- && rm -rf node_modules/@electric-sql/pglite/dist/*.tar.gz
+ && rm -rf node_modules/@electric-sql/pglite/dist/*.tar.gz node_modules/yaml/browser
 
 # Runtime stage: the bundled server and the packages it keeps external (above), the contracts it reads at run time.
 FROM node:24-slim AS runtime
