@@ -179,7 +179,7 @@ async function checkPglite(): Promise<void> {
   // gzip'd to a browser (the image ships only the build's .gz copies), decompressed for a client without gzip.
   const pages = await Promise.all(
     ['/docs/assets/swagger-ui-bundle.js', '/graphql/explorer/graphiql.min.js'].flatMap((path) =>
-      [{}, { 'accept-encoding': 'gzip' }].map(async (headers) => {
+      ([{}, { 'accept-encoding': 'gzip' }] as Array<Record<string, string>>).map(async (headers) => {
         const { status, encoding } = await get(`${base}${path}`, 10_000, headers);
         return { path, gzip: 'accept-encoding' in headers, status, encoding };
       }),
