@@ -13,26 +13,37 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 # Source maps stay out of the image (they are for debugging a checkout, not for serving).
 RUN npm run build && find dist -name '*.map' -type f -delete
+# The browser pages' large files are served from the gzip'd copies the build writes beside them
+# (src/server/vendored.ts decompresses one for the rare client that does not accept gzip): only those ship.
+RUN find dist/vendor -name '*.gz' -type f -exec sh -c 'for gz; do rm -- "${gz%.gz}"; done' sh {} +
+# The build bundles every package the server, `migrate` and `sandbox` import (scripts/build.mjs) except
+# the few that must stay files: PGlite (its wasm and data), @node-rs/argon2 (native) and yaml (read only
+# when a contract changed after the build), listed at their locked versions in dist/runtime/package.json.
+# Those alone are installed for the runtime stage, then stripped of what no production process reads:
+# source maps, type declarations, TypeScript sources and markdown, the packages' own tests and examples,
+# PGlite's extension archives (the server loads no extension) and its CommonJS builds other than the
+# entry knex-pglite and a new data directory's initdb child require (src/store/pglite-init.ts), and
+# yaml's browser build (Node loads its `node` export, dist/).
+WORKDIR /runtime
+RUN cp /app/dist/runtime/package.json . \
+ && npm install --omit=dev --ignore-scripts --no-package-lock --no-audit --no-fund \
+ && find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' -o -name '*.markdown' \) -delete \
+ && find node_modules -type d \( -name test -o -name tests -o -name __tests__ -o -name example -o -name examples \) -prune -exec rm -rf {} + \
+ && find node_modules/@electric-sql/pglite/dist -name '*.cjs' ! -path '*/dist/index.cjs' -delete \
+ && rm -rf node_modules/@electric-sql/pglite/dist/*.tar.gz node_modules/yaml/browser
 
-# Runtime stage: production dependencies only, the compiled server, the contracts it reads at run time.
+# Runtime stage: the bundled server and the packages it keeps external (above), the contracts it reads at run time.
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production \
     PORT=5000 \
     HOST=0.0.0.0 \
     DATA_DIR=/app/data
 WORKDIR /app
-COPY package.json package-lock.json ./
-# Then what no production process reads: source maps, type declarations, TypeScript sources and
-# markdown inside the packages (about a third of their size), the packages' own tests and examples,
-# the PGlite extension archives (the server loads no extension), and npm's cache and logs. The browser
-# pages' packages (GraphiQL, React, Swagger UI) are build-time only: their served files come from dist/vendor.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force \
- && find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.md' -o -name '*.markdown' \) -delete \
- && find node_modules -type d \( -name test -o -name tests -o -name __tests__ -o -name example -o -name examples \) -prune -exec rm -rf {} + \
- && rm -rf node_modules/@types node_modules/@electric-sql/pglite/dist/*.tar.gz "$HOME/.npm" /root/.npm /tmp/*
+COPY package.json ./
+COPY --from=build /runtime/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/dist/generated ./dist/generated
-# The files the browser pages serve from build-time packages, and markdown-it bundled (src/server/vendored.ts).
+# The files the browser pages serve from build-time packages (gzip'd), and markdown-it bundled (src/server/vendored.ts).
 COPY --from=build /app/dist/vendor ./dist/vendor
 # The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
 COPY --from=build /app/dist/prebuilt ./dist/prebuilt

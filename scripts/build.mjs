@@ -4,13 +4,14 @@
 // a second where tsc takes 10–30 s here; type errors are `npm run typecheck`'s job (CI runs both).
 // Plain JavaScript so it runs without tsx. dist/contracts (`npm run contracts:bundle`) is left alone.
 // `--out <dir>` writes elsewhere (the runtime test builds an image-like layout in a temp directory).
-// The entry is then bundled with the ES-module packages it imports (bundleEntry, below).
+// The command entries are then bundled with the packages they import (bundleEntries, below).
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { transformFile } from '@swc/core';
 import { build as esbuild } from 'esbuild';
 import { buildCli } from './build-cli.mjs';
@@ -41,6 +42,27 @@ const VENDORED = {
     'favicon-32x32.png',
   ],
 };
+
+/**
+ * The packages the bundles leave in node_modules (the image installs only these, dist/runtime/package.json):
+ * PGlite finds its wasm and data files beside its module, @node-rs/argon2 loads a native binary for the
+ * platform, and yaml is required at run time only when a contract changed after the build
+ * (src/http/contract-documents.ts).
+ */
+const EXTERNAL_PACKAGES = ['@electric-sql/pglite', '@node-rs/argon2', 'yaml'];
+/**
+ * Optional drivers knex and pg require lazily, for a dialect or mode the server never uses: not
+ * installed, so left as runtime requires that are never reached.
+ */
+const ABSENT_DRIVERS = ['mariadb', 'mysql', 'mysql2', 'sqlite3', 'better-sqlite3', 'oracledb', 'tedious', 'pg-query-stream', 'pg-native', 'pg-cloudflare'];
+/** The commands bin/cfs-server.js runs, by the name of their bundle in dist/src (bundleEntries). */
+const BUNDLED_ENTRIES = { main: 'src/main.js', 'bundle-migrate': 'src/tools/migrate.js', 'bundle-sandbox': 'src/sandbox/main.js' };
+
+/**
+ * The vendored files also written gzip'd beside themselves (`<file>.gz`, ~4.5 MB less): the server sends
+ * that copy to browsers, which all accept gzip (src/server/vendored.ts), and the image ships only it.
+ */
+const PRECOMPRESSED = /\.(js|css)$/;
 
 function listTypeScript(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -74,6 +96,10 @@ rmSync(join(OUT, 'vendor'), { recursive: true, force: true });
 for (const [name, vendoredFiles] of Object.entries(VENDORED)) {
   const from = dirname(createRequire(join(ROOT, 'package.json')).resolve(`${name}/package.json`));
   for (const file of [...vendoredFiles, 'LICENSE']) cpSync(join(from, file), join(OUT, 'vendor', name, file));
+  for (const file of vendoredFiles.filter((file) => PRECOMPRESSED.test(file))) {
+    const path = join(OUT, 'vendor', name, file);
+    writeFileSync(`${path}.gz`, gzipSync(readFileSync(path), { level: 9 }));
+  }
 }
 await vendorMarkdownIt(join(OUT, 'vendor/markdown-it'));
 
@@ -101,7 +127,8 @@ for (const file of readdirSync(join(ROOT, 'contracts/openapi')).filter((name) =>
   writeFileSync(join(prebuilt, file.replace(/\.yaml$/, '.json')), JSON.stringify({ sha256, document }));
 }
 // `--no-bundle` keeps the per-file entry (to compare start-up times, or to debug module by module).
-if (!process.argv.includes('--no-bundle')) await bundleEntry(join(OUT, 'src/main.js'));
+if (!process.argv.includes('--no-bundle')) await bundleEntries();
+writeRuntimeManifest(OUT);
 // `cfs` as one bundled module (bin/cfs.js runs it): scripts/build-cli.mjs.
 await buildCli(OUT);
 // The gzip'd dump earlier builds shipped (the template is now an uncompressed archive of a clean shutdown).
@@ -153,68 +180,94 @@ async function buildPgliteTemplate(tarball) {
   });
 }
 
+/** The package name a bare import names (`@scope/name` or `name`). */
+function packageName(specifier) {
+  return specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
+}
+
 /**
- * Replaces the compiled entry (dist/src/main.js) by one ES module holding our code and the ES-module
- * packages it imports (protobuf-es, connect, jose): Node 20's ES-module loader costs
- * ~0.3 ms of CPU per file, and these are ~400 small files, about a third of the start-up CPU on
- * PostgreSQL (docs/architecture.md, "Build, container and time to ready"). CommonJS packages (knex,
- * express, ajv, graphql, pg…) stay in node_modules, loaded by Node's CommonJS loader exactly as
- * without the bundle, and so does PGlite, which finds its wasm and data files beside its module.
- * Every `import.meta.url` is rewritten to the URL its own file has in dist/, so a path our code
- * resolves against its module (assets, pre-built contracts, package lookups) is the same in the
- * bundle as in the per-file build, which stays in dist/ beside it.
+ * dist/runtime/package.json: the external packages at their installed (locked) versions, all the image's
+ * runtime stage installs beside the bundles (Dockerfile).
  */
-async function bundleEntry(entry) {
+function writeRuntimeManifest(out) {
+  const resolveFrom = createRequire(join(ROOT, 'package.json'));
+  const dependencies = Object.fromEntries(
+    EXTERNAL_PACKAGES.map((name) => {
+      let dir = dirname(resolveFrom.resolve(name));
+      while (!existsSync(join(dir, 'package.json')) || JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== name) dir = dirname(dir);
+      return [name, JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version];
+    }),
+  );
+  mkdirSync(join(out, 'runtime'), { recursive: true });
+  writeFileSync(join(out, 'runtime/package.json'), `${JSON.stringify({ name: 'cfs-runtime', private: true, type: 'module', dependencies }, null, 2)}\n`);
+}
+
+/**
+ * Bundles the command entries (BUNDLED_ENTRIES) together: each becomes one ES module holding our code
+ * and every package it imports, ES modules and CommonJS alike, with the code they share in chunks
+ * beside dist/src/main.js (bundle-chunk-*.js). Node's module loaders cost ~0.3 ms of CPU per file
+ * (docs/architecture.md, "Build, container and time to ready"), and the image then ships only
+ * EXTERNAL_PACKAGES in node_modules. CommonJS code in the bundle may require() Node's modules and the
+ * externals (the banner's `require`). dist/src/main.js is the server's bundle itself; the other
+ * entries' compiled files become one-line imports of theirs (dist/src/bundle-<name>.js). Every output
+ * sits in dist/src, and every `import.meta.url` in our code is rewritten to the URL its own file has
+ * there, so a path our code resolves against its module (assets, pre-built contracts, package lookups)
+ * is the same in the bundle as in the per-file build, which stays in dist/ beside it.
+ */
+async function bundleEntries() {
+  const srcDir = join(OUT, 'src');
   const ownFiles = OUT + sep;
-  const packageTypes = new Map();
-  /**
-   * The `type` of the package a bare import names, from the node_modules Node would find it in; for
-   * our files, the project's (`--out` may build outside the checkout).
-   */
-  function packageType(name, fromDir) {
-    for (let dir = fromDir.startsWith(ownFiles) ? ROOT : fromDir; ; dir = dirname(dir)) {
-      const manifest = join(dir, 'node_modules', name, 'package.json');
-      if (existsSync(manifest)) {
-        if (!packageTypes.has(manifest)) packageTypes.set(manifest, JSON.parse(readFileSync(manifest, 'utf8')).type ?? 'commonjs');
-        return packageTypes.get(manifest);
-      }
-      if (dirname(dir) === dir) return undefined;
-    }
-  }
+  const external = new Set([...EXTERNAL_PACKAGES, ...ABSENT_DRIVERS]);
+  const entryPoints = Object.fromEntries(Object.entries(BUNDLED_ENTRIES).map(([name, entry]) => [name, join(OUT, entry)]));
   await esbuild({
-    entryPoints: [entry],
-    outfile: entry,
+    entryPoints,
+    outdir: srcDir,
     allowOverwrite: true,
     bundle: true,
+    splitting: true,
+    chunkNames: 'bundle-chunk-[hash]',
     platform: 'node',
     format: 'esm',
     target: 'node20',
     // Packages resolve from the project's node_modules wherever `--out` puts the build.
     nodePaths: [join(ROOT, 'node_modules')],
+    banner: { js: "import { createRequire as __cfsCreateRequire } from 'node:module'; const require = __cfsCreateRequire(import.meta.url);" },
     sourcemap: true,
+    // Identifiers kept, so stack traces stay legible without the map (scripts/build-cli.mjs does the same).
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: 'error',
     plugins: [
       {
-        name: 'esm-packages-only',
+        name: 'externals',
         setup(build) {
           build.onResolve({ filter: /^[^./]/ }, (args) => {
-            if (isBuiltin(args.path)) return { path: args.path, external: true };
-            const name = args.path
-              .split('/')
-              .slice(0, args.path.startsWith('@') ? 2 : 1)
-              .join('/');
-            const bundled = name !== '@electric-sql/pglite' && packageType(name, args.resolveDir) === 'module';
-            return bundled ? undefined : { path: args.path, external: true };
+            if (isBuiltin(args.path) || external.has(packageName(args.path))) return { path: args.path, external: true };
+            return undefined;
           });
           build.onLoad({ filter: /\.js$/ }, (args) => {
             if (!args.path.startsWith(ownFiles)) return undefined;
             const source = readFileSync(args.path, 'utf8');
             if (!source.includes('import.meta.url')) return undefined;
-            const ownUrl = `new URL(${JSON.stringify(`./${relative(dirname(entry), args.path).split(sep).join('/')}`)}, import.meta.url).href`;
+            const ownUrl = `new URL(${JSON.stringify(`./${relative(srcDir, args.path).split(sep).join('/')}`)}, import.meta.url).href`;
             return { contents: source.replaceAll('import.meta.url', ownUrl), loader: 'js', resolveDir: dirname(args.path) };
           });
         },
       },
     ],
   });
+  for (const [name, entry] of Object.entries(BUNDLED_ENTRIES)) {
+    if (name === 'main') continue;
+    const file = join(OUT, entry);
+    rmSync(`${file}.map`, { force: true });
+    writeFileSync(
+      file,
+      `// The bundle (scripts/build.mjs, bundleEntries).\nimport '${relative(dirname(file), join(srcDir, `${name}.js`))
+        .split(sep)
+        .join('/')}';\n`,
+    );
+  }
 }

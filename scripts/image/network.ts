@@ -53,14 +53,21 @@ export async function startRelay(host: string, target: { host: string; port: num
   };
 }
 
-/** One GET: the status and body, or status 0 when the connection failed. */
-export function get(url: string, timeoutMs = 3000): Promise<{ status: number; body: string }> {
+/**
+ * One GET with exactly `headers`: the status, body (as sent: not decoded) and Content-Encoding, or
+ * status 0 when the connection failed.
+ */
+export function get(
+  url: string,
+  timeoutMs = 3000,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; encoding?: string | undefined }> {
   return new Promise((resolve) => {
-    const req = request(url, { timeout: timeoutMs }, (res) => {
+    const req = request(url, { timeout: timeoutMs, headers }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, encoding: res.headers['content-encoding'] }));
       res.on('error', () => resolve({ status: 0, body }));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));

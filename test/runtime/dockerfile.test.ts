@@ -82,7 +82,7 @@ const runtime = stages.at(-1) as Stage;
 const last = (keyword: string) => runtime.instructions.filter((instruction) => instruction.keyword === keyword).at(-1);
 
 describe('Dockerfile', () => {
-  it('is multi-stage: the build stage builds with dev dependencies, the runtime stage installs production dependencies only', () => {
+  it('is multi-stage: the build stage builds with dev dependencies, the runtime stage gets the bundle and the production externals only', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
     const build = stages.find((stage) => stage.instructions.some((instruction) => instruction.keyword === 'RUN' && /\bnpm run build\b/.test(instruction.args)));
     expect(build?.name).toBeDefined();
@@ -91,9 +91,19 @@ describe('Dockerfile', () => {
         (instruction) => instruction.keyword === 'RUN' && /\bnpm ci\b/.test(instruction.args) && !/--omit[= ]dev/.test(instruction.args),
       ),
     ).toBe(true);
-    const installs = runtime.instructions.filter((instruction) => instruction.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(instruction.args));
-    expect(installs.length).toBeGreaterThan(0);
-    for (const install of installs) expect(install.args).toMatch(/\bnpm ci\b.*--omit[= ]dev/);
+    // The server is bundled with its packages (scripts/build.mjs): the runtime stage installs nothing and
+    // copies node_modules from the build stage's install of the few externals only, production ones.
+    expect(runtime.instructions.filter((instruction) => instruction.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(instruction.args))).toEqual([]);
+    const externals = build?.instructions.find((instruction) => instruction.keyword === 'RUN' && instruction.args.includes('dist/runtime/package.json'));
+    expect(externals?.args).toMatch(/\bnpm (ci|install)\b.*--omit[= ]dev/);
+    expect(
+      runtime.instructions.some(
+        (instruction) =>
+          instruction.keyword === 'COPY' &&
+          instruction.args.includes(`--from=${build?.name}`) &&
+          /\/runtime\/node_modules\s+\.\/node_modules$/.test(instruction.args),
+      ),
+    ).toBe(true);
     // The compiled server comes from the build stage, not from the context (which excludes dist/).
     expect(
       runtime.instructions.some(

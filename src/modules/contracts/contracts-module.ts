@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../server/paths.js';
-import { vendoredFile } from '../../server/vendored.js';
+import { acceptsGzip, vendoredBytes, vendoredFile, type VendoredBytes } from '../../server/vendored.js';
 import { loadContractDocuments } from '../../http/contract-documents.js';
 import { sendReply, type NodeRequest, type NodeResponse } from '../../http/reply.js';
 import { AppError } from '../../errors.js';
@@ -21,10 +21,12 @@ const SWAGGER_LOGO_STYLE = '.logo_small_svg__cls-2{fill:#fff}.logo_small_svg__cl
 const DOCS_CSP = `default-src 'none'; script-src 'self'; style-src 'self' 'sha256-${createHash('sha256').update(SWAGGER_LOGO_STYLE).digest('base64')}'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 
 interface Resource {
-  body: Buffer;
+  readonly body: Buffer;
   contentType: string;
   etag: string;
   csp?: string;
+  /** The body gzip'd, sent to a client that accepts it (the browser pages' precompressed files). */
+  gzip?: Buffer;
 }
 
 /** One published OpenAPI document, as listed by `GET /openapi`. */
@@ -39,6 +41,25 @@ export interface PublishedDocument {
 function resource(body: string | Buffer, contentType: string, csp?: string): Resource {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   return { body: bytes, contentType, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`, csp };
+}
+
+/**
+ * A browser page's build-time file: served gzip'd when the build precompressed it and the client
+ * accepts gzip, else as is (decompressed on first use when only the `.gz` was shipped). Its ETag is
+ * the gzip'd bytes' hash; the gzip'd representation's carries a `-gzip` suffix, so neither validates the other.
+ */
+function vendoredResource(bytes: VendoredBytes, contentType: string): Resource {
+  const { gzip } = bytes;
+  if (!gzip) return resource(bytes.identity(), contentType);
+  const etag = `"${createHash('sha256').update(gzip).digest('base64url').slice(0, 27)}"`;
+  return {
+    get body() {
+      return bytes.identity();
+    },
+    contentType,
+    etag,
+    gzip,
+  };
 }
 
 /**
@@ -134,7 +155,7 @@ export function contractsModule(options: { serviceName: string; metricsEnabled: 
     ['swagger-ui.css', 'text/css; charset=utf-8'],
     ['favicon-32x32.png', 'image/png'],
   ] as const) {
-    resources.set(`/docs/assets/${file}`, once(() => resource(readFileSync(vendoredFile('swagger-ui-dist', file)), type)));
+    resources.set(`/docs/assets/${file}`, once(() => vendoredResource(vendoredBytes('swagger-ui-dist', file), type)));
   }
   // Browsers ask every origin for one; a 404 there is an error in every page's console.
   resources.set('/favicon.ico', once(() => resource(readFileSync(vendoredFile('swagger-ui-dist', 'favicon-32x32.png')), 'image/png')));
@@ -182,7 +203,7 @@ ${signInForm('user')}
   set('/docs', resource(page, 'text/html; charset=utf-8', DOCS_CSP));
 
   for (const [file, pkg, inPackage, type] of EXPLORER_ASSETS) {
-    resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => resource(readFileSync(vendoredFile(pkg, inPackage)), type)));
+    resources.set(`${EXPLORER_ASSETS_PATH}${file}`, once(() => vendoredResource(vendoredBytes(pkg, inPackage), type)));
   }
   set(`${EXPLORER_ASSETS_PATH}explorer.js`, resource(EXPLORER_SCRIPT, 'text/javascript; charset=utf-8'));
   set(`${EXPLORER_ASSETS_PATH}sign-in.js`, resource(SIGN_IN_SCRIPT, 'text/javascript; charset=utf-8'));
@@ -201,17 +222,22 @@ ${signInForm('user')}
       sendReply(res, renderUserApiError(new AppError('not_found', 'Not Found')), undefined, head);
       return 'contracts:unmatched';
     }
+    const gzip = found.gzip && acceptsGzip(req.headers['accept-encoding']) ? found.gzip : undefined;
+    const etag = gzip ? found.etag.replace(/"$/, '-gzip"') : found.etag;
     const headers: Record<string, string> = {
-      etag: found.etag,
+      etag,
       // Contracts change with a deploy: revalidate (cheap, by ETag) rather than serve a stale contract.
       'cache-control': 'no-cache',
       'x-content-type-options': 'nosniff',
       'access-control-allow-origin': '*',
     };
     if (path === '/') headers.vary = 'Accept';
+    if (found.gzip) headers.vary = 'Accept-Encoding';
+    if (gzip) headers['content-encoding'] = 'gzip';
     if (found.csp) Object.assign(headers, { 'content-security-policy': found.csp, 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer' });
-    const fresh = req.headers['if-none-match'] === found.etag;
-    sendReply(res, fresh ? { status: 304, headers: { ...headers, 'content-type': found.contentType } } : { status: 200, body: found.body, contentType: found.contentType, headers }, undefined, head);
+    const fresh = req.headers['if-none-match'] === etag;
+    const reply = fresh ? { status: 304, headers: { ...headers, 'content-type': found.contentType } } : { status: 200, body: gzip ?? found.body, contentType: found.contentType, headers };
+    sendReply(res, reply, undefined, head);
     return path;
   };
 
