@@ -4,7 +4,7 @@
  * at a time, against a scratch PostgreSQL database (CREATE_DB_NAME, dropped at the end) on
  * DATABASE_URL's server. Prints p50/p90/p99/max over CREATE_REQUESTS (400) creates after a warm-up,
  * spread over CREATE_PROJECTS (20) projects; the operation worker runs beside them as in production
- * (COMPUTE_WORK_MS 50). A measurement, not a timed test: figures are in docs/architecture.md ("Scale").
+ * (COMPUTE_WORK_MS 50). A measurement, not a timed test: figures are in docs/performance.md.
  */
 import { randomBytes } from 'node:crypto';
 import { build } from '../src/server/build.js';

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * Indexes that keep the cloud API's invariant checks and sweeps O(page) at any table size
- * (docs/architecture.md, "Scale"):
+ * (docs/performance.md):
  * - the running operation of a resource (one operation at a time) from a partial index of the open
  *   ones, instead of every operation the resource ever had;
  * - ListOperationsByParent from an index that leads with the parent and the service, in `seq` order;
