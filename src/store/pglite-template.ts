@@ -35,6 +35,8 @@ interface TemplateManifest {
 }
 
 const FILE = 'pglite-template.tar';
+/** How templates are made and archived (compactDataDir, zero-trimmed files): part of the key, so older ones are made again. */
+const TEMPLATE_FORMAT = 'compact-sparse-2';
 const manifestPathOf = (tarball: string) => tarball.replace(/\.tar(\.gz)?$/, '.json');
 
 /** The migrations' TypeScript sources, when this runs from a checkout (tsx, jest, or dist/ inside one). */
@@ -58,7 +60,7 @@ function pgliteVersion(): string {
 function sourcesKey(): string | undefined {
   const dir = migrationSourcesDir();
   if (!dir) return undefined;
-  const hash = createHash('sha256').update(pgliteVersion());
+  const hash = createHash('sha256').update(pgliteVersion()).update(TEMPLATE_FORMAT);
   for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
   return hash.digest('hex').slice(0, 16);
 }
@@ -104,7 +106,8 @@ export async function matchingPgliteTemplate(tarball: string): Promise<string | 
 export async function readPgliteTemplate(tarball: string): Promise<Blob | undefined> {
   if (!(await matchingPgliteTemplate(tarball))) return undefined;
   try {
-    return new Blob([readFileSync(tarball)]);
+    const { plainPgliteArchive } = await import('./pglite-init.js');
+    return await plainPgliteArchive(tarball);
   } catch {
     return undefined;
   }
@@ -141,6 +144,33 @@ export async function shippedPgliteTemplate(): Promise<string | undefined> {
 }
 
 /**
+ * Leaves a closed, migrated data directory as small as it can be archived (issue 28), and closes it cleanly again:
+ * - template0 and template1 are dropped (~7.5 MB each): PGlite opens `postgres`, and nothing here runs
+ *   CREATE DATABASE on an embedded store (the server, migrations, `cfs-server migrate`, the sandbox);
+ * - the WAL of initdb and the migrations (~17 MB) is left behind: with `wal_recycle=off`, a WAL switch and
+ *   a checkpoint, done twice, remove the old segments, and the one left is freshly zero-filled, holding
+ *   just the checkpoints, which the archive stores without its zeros (packPgliteDataDir).
+ */
+async function compactDataDir(dataDir: string): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { pgliteStartParams } = await import('./pglite-init.js');
+  const startParams = [...pgliteStartParams(16), '-c', 'wal_recycle=off', '-c', 'min_wal_size=32MB', '-c', 'max_wal_size=32MB'];
+  const pglite = await PGlite.create({ dataDir, startParams });
+  try {
+    for (const name of ['template0', 'template1']) {
+      await pglite.query(`UPDATE pg_database SET datistemplate = false WHERE datname = '${name}'`);
+      await pglite.query(`DROP DATABASE IF EXISTS ${name}`);
+    }
+    for (let round = 0; round < 2; round++) {
+      await pglite.query('SELECT pg_switch_wal()');
+      await pglite.query('CHECKPOINT');
+    }
+  } finally {
+    await pglite.close();
+  }
+}
+
+/**
  * Makes a template at `tarball` (and its manifest beside it): a new PGlite data directory, migrated,
  * closed and archived. Nothing is done when a matching one is already there; one from `reuse` (a cache of matching
  * templates, e.g. the test suite's) is copied instead of made again, and a template made is left there too.
@@ -166,6 +196,7 @@ export async function writePgliteTemplate(tarball: string, reuse?: string): Prom
     } finally {
       await db.close();
     }
+    await compactDataDir(dataDir);
     // Written under temporary names and renamed: a reader never sees half a template.
     packPgliteDataDir(dataDir, `${tarball}.${process.pid}`);
     const digest = await fileDigest(`${tarball}.${process.pid}`);
