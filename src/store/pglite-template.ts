@@ -11,12 +11,12 @@ import { migrationSource } from './migrations/index.js';
  * (issue 29). `npm run build` writes one into dist/ (`pglite-template.tar`, with `pglite-template.json`
  * beside it saying what it was made from); the test suite makes the same one in `.tmp/`.
  *
- * The template is the data directory of a database that was migrated and then shut down cleanly,
- * as an uncompressed ustar archive: the server copies it into a new DATA_DIR (unpackPgliteDataDir)
- * and opens it exactly like a restart. Two things the first start measured slow are gone that way:
+ * The template is the data directory of a database that was migrated and then shut down cleanly
+ * (compacted first: compactDataDir), as an uncompressed ustar archive with trailing zeros left out:
+ * the server copies it into a new DATA_DIR (unpackPgliteDataDir) and opens it exactly like a restart. Two things the first start measured slow are gone that way:
  * gunzipping 41 MB into fresh memory (a `dumpDataDir('gzip')`), and crash recovery, since a dump of
- * a running database opens as one that crashed. PGlite's `loadDataDir` takes the same archive for
- * an in-memory database.
+ * a running database opens as one that crashed. PGlite's `loadDataDir` takes it for an in-memory
+ * database once expanded (readPgliteTemplate).
  *
  * A template is used only when it was made by the running PGlite from the running code's migrations;
  * otherwise the caller falls back to initdb and migrates as before. Any migration the code has and
