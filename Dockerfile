@@ -48,7 +48,7 @@ COPY --from=build /app/dist/vendor ./dist/vendor
 # The OpenAPI documents pre-parsed and validated by the build (read at start instead of the YAML).
 COPY --from=build /app/dist/prebuilt ./dist/prebuilt
 # The migrated PGlite template a new embedded database starts from (src/store/pglite-template.ts).
-COPY --from=build /app/dist/pglite-template.tar /app/dist/pglite-template.json ./dist/
+COPY --from=build /app/dist/pglite-template.tar.gz /app/dist/pglite-template.json ./dist/
 COPY contracts ./contracts
 COPY docs ./docs
 COPY bin ./bin

@@ -131,9 +131,9 @@ if (!process.argv.includes('--no-bundle')) await bundleEntries();
 writeRuntimeManifest(OUT);
 // `cfs` as one bundled module (bin/cfs.js runs it): scripts/build-cli.mjs.
 await buildCli(OUT);
-// The gzip'd dump earlier builds shipped (the template is now an uncompressed archive of a clean shutdown).
-rmSync(join(OUT, 'pglite-template.tar.gz'), { force: true });
-const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar'));
+// The plain archive a build of the previous round shipped (now gzip'd: 1 MB, src/store/pglite-template.ts).
+rmSync(join(OUT, 'pglite-template.tar'), { force: true });
+const template = await buildPgliteTemplate(join(OUT, 'pglite-template.tar.gz'));
 
 const shown = relative(ROOT, OUT).startsWith('..') ? OUT : relative(ROOT, OUT);
 console.log(`built ${files.length} files into ${shown} (PGlite template ${template}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);

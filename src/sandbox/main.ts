@@ -93,7 +93,7 @@ async function start(options: { port?: string; host?: string; fresh?: boolean; t
   const stopEarly = (signal: NodeJS.Signals) => process.exit(signal === 'SIGINT' ? 130 : 143);
   process.once('SIGTERM', stopEarly).once('SIGINT', stopEarly);
   const loading = import('../server/build.js');
-  // The migrated template the build ships (dist/pglite-template.tar): no initdb, no migrations to run.
+  // The migrated template the build ships (dist/pglite-template.tar.gz): no initdb, no migrations to run.
   const { shippedPgliteTemplate, templateDigest } = await import('../store/pglite-template.js');
   const template = await shippedPgliteTemplate();
   const credentials: SandboxCredentials = {

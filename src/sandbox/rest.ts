@@ -1,3 +1,4 @@
+import { StreamedJson } from '../http/streamed-json.js';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Operation } from 'openapi-backend';
@@ -182,7 +183,8 @@ export function sandboxHandler(
   renderError: RestApiOptions['renderError'],
   options: SandboxRestOptions,
 ): CallHandler {
-  const checked = (reply: RestReply, call: RestCall): RestReply => {
+  const checked = async (streamed: RestReply, call: RestCall): Promise<RestReply> => {
+    const reply = await materialized(streamed);
     const problems = options.checker.problems(operation, reply);
     if (problems.length === 0) return reply;
     options.onViolation(new ContractViolation(operation.operationId ?? '', reply.status, problems), call.requestId);
@@ -203,7 +205,7 @@ export function sandboxHandler(
         if (error instanceof AppError) return renderError(error);
         throw error;
       }
-      return checked(reply, call);
+      return await checked(reply, call);
     }
     let reply: RestReply;
     try {
@@ -213,6 +215,21 @@ export function sandboxHandler(
       if (!(error instanceof AppError) || error.code === 'internal' || error.code === 'unavailable') throw error;
       reply = renderError(error);
     }
-    return checked(reply, call);
+    return await checked(reply, call);
   };
+}
+
+/**
+ * A reply whose body is produced as the client reads it (an inspector page), read whole here so that
+ * it can be checked like any other: the sandbox trades that bound for the check (it serves one team).
+ */
+async function materialized(reply: RestReply): Promise<RestReply> {
+  if (!(reply.body instanceof StreamedJson)) return reply;
+  let text = '';
+  try {
+    for await (const chunk of reply.body.chunks) text += chunk;
+  } finally {
+    reply.body.done();
+  }
+  return { ...reply, body: JSON.parse(text) as unknown };
 }

@@ -242,7 +242,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     preparePrivateDataDir(dataDir);
     lock = lockDataDir(dataDir);
   }
-  const { initPgliteDataDir, pgliteStartParams, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite/init.js');
+  const { initPgliteDataDir, pgliteStartParams, plainPgliteArchive, preferBaselineWasm, unpackPgliteDataDir } = await import('./pglite/init.js');
   preferBaselineWasm();
   const startParams = pgliteStartParams(options.pgliteSharedBuffersMb ?? defaultOf('pgliteSharedBuffersMb'));
   const pglite = await (async () => {
@@ -255,9 +255,13 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     }
     // On disk, unpacked by us and opened like a restart (cheaper than PGlite's loadDataDir).
     if (onDisk && loadDataDir && isNew && (await unpackPgliteDataDir(dataDir, loadDataDir))) loadDataDir = undefined;
-    if (typeof loadDataDir === 'string') loadDataDir = new Blob([readFileSync(loadDataDir)]);
-    if (onDisk && !loadDataDir) await initPgliteDataDir(dataDir, startParams);
-    return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir, startParams });
+    // PGlite's own loader (an in-memory database) reads plain archives only: zero-trimmed files are expanded.
+    const archive =
+      loadDataDir === undefined
+        ? undefined
+        : ((await plainPgliteArchive(loadDataDir)) ?? (typeof loadDataDir === 'string' ? new Blob([readFileSync(loadDataDir)]) : loadDataDir));
+    if (onDisk && !archive) await initPgliteDataDir(dataDir, startParams);
+    return PGlite.create({ dataDir: onDisk ? dataDir : undefined, loadDataDir: archive, startParams });
   })().catch((error: unknown) => {
     lock?.release();
     const message = error instanceof Error ? error.message : String(error);

@@ -4,19 +4,21 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
 import { migrationSource } from './migrations/index.js';
 
 /**
  * A new embedded database starts from a migrated template instead of initdb and the migrations
- * (issue 29). `npm run build` writes one into dist/ (`pglite-template.tar`, with `pglite-template.json`
- * beside it saying what it was made from); the test suite makes the same one in `.tmp/`.
+ * (issue 29). `npm run build` writes one into dist/ (`pglite-template.tar.gz`, with `pglite-template.json`
+ * beside it saying what it was made from); the test suite makes the same one, not gzip'd, in `.tmp/`.
  *
- * The template is the data directory of a database that was migrated and then shut down cleanly,
- * as an uncompressed ustar archive: the server copies it into a new DATA_DIR (unpackPgliteDataDir)
- * and opens it exactly like a restart. Two things the first start measured slow are gone that way:
+ * The template is the data directory of a database that was migrated and then shut down cleanly
+ * (compacted first: compactDataDir), as a ustar archive with trailing zeros left out (9 MB; 1 MB
+ * gzip'd as shipped): the server unpacks it into a new DATA_DIR (unpackPgliteDataDir) and opens it
+ * exactly like a restart. Two things the first start measured slow are gone that way:
  * gunzipping 41 MB into fresh memory (a `dumpDataDir('gzip')`), and crash recovery, since a dump of
- * a running database opens as one that crashed. PGlite's `loadDataDir` takes the same archive for
- * an in-memory database.
+ * a running database opens as one that crashed. PGlite's `loadDataDir` takes it for an in-memory
+ * database once expanded (readPgliteTemplate).
  *
  * A template is used only when it was made by the running PGlite from the running code's migrations;
  * otherwise the caller falls back to initdb and migrates as before. Any migration the code has and
@@ -34,7 +36,9 @@ interface TemplateManifest {
   digest?: string;
 }
 
-const FILE = 'pglite-template.tar';
+const FILE = 'pglite-template.tar.gz';
+/** How templates are made and archived (compactDataDir, zero-trimmed files): part of the key, so older ones are made again. */
+const TEMPLATE_FORMAT = 'compact-sparse-2';
 const manifestPathOf = (tarball: string) => tarball.replace(/\.tar(\.gz)?$/, '.json');
 
 /** The migrations' TypeScript sources, when this runs from a checkout (tsx, jest, or dist/ inside one). */
@@ -58,7 +62,7 @@ function pgliteVersion(): string {
 function sourcesKey(): string | undefined {
   const dir = migrationSourcesDir();
   if (!dir) return undefined;
-  const hash = createHash('sha256').update(pgliteVersion());
+  const hash = createHash('sha256').update(pgliteVersion()).update(TEMPLATE_FORMAT);
   for (const file of readdirSync(dir).sort()) hash.update(file).update(readFileSync(join(dir, file)));
   return hash.digest('hex').slice(0, 16);
 }
@@ -104,7 +108,8 @@ export async function matchingPgliteTemplate(tarball: string): Promise<string | 
 export async function readPgliteTemplate(tarball: string): Promise<Blob | undefined> {
   if (!(await matchingPgliteTemplate(tarball))) return undefined;
   try {
-    return new Blob([readFileSync(tarball)]);
+    const { plainPgliteArchive } = await import('./pglite/init.js');
+    return await plainPgliteArchive(tarball);
   } catch {
     return undefined;
   }
@@ -141,6 +146,33 @@ export async function shippedPgliteTemplate(): Promise<string | undefined> {
 }
 
 /**
+ * Leaves a closed, migrated data directory as small as it can be archived (issue 28), and closes it cleanly again:
+ * - template0 and template1 are dropped (~7.5 MB each): PGlite opens `postgres`, and nothing here runs
+ *   CREATE DATABASE on an embedded store (the server, migrations, `cfs-server migrate`, the sandbox);
+ * - the WAL of initdb and the migrations (~17 MB) is left behind: with `wal_recycle=off`, a WAL switch and
+ *   a checkpoint, done twice, remove the old segments, and the one left is freshly zero-filled, holding
+ *   just the checkpoints, which the archive stores without its zeros (packPgliteDataDir).
+ */
+async function compactDataDir(dataDir: string): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { pgliteStartParams } = await import('./pglite/init.js');
+  const startParams = [...pgliteStartParams(16), '-c', 'wal_recycle=off', '-c', 'min_wal_size=32MB', '-c', 'max_wal_size=32MB'];
+  const pglite = await PGlite.create({ dataDir, startParams });
+  try {
+    for (const name of ['template0', 'template1']) {
+      await pglite.query(`UPDATE pg_database SET datistemplate = false WHERE datname = '${name}'`);
+      await pglite.query(`DROP DATABASE IF EXISTS ${name}`);
+    }
+    for (let round = 0; round < 2; round++) {
+      await pglite.query('SELECT pg_switch_wal()');
+      await pglite.query('CHECKPOINT');
+    }
+  } finally {
+    await pglite.close();
+  }
+}
+
+/**
  * Makes a template at `tarball` (and its manifest beside it): a new PGlite data directory, migrated,
  * closed and archived. Nothing is done when a matching one is already there; one from `reuse` (a cache of matching
  * templates, e.g. the test suite's) is copied instead of made again, and a template made is left there too.
@@ -149,7 +181,7 @@ export async function writePgliteTemplate(tarball: string, reuse?: string): Prom
   if (await matchingPgliteTemplate(tarball)) return 'kept';
   mkdirSync(dirname(tarball), { recursive: true });
   if (reuse && (await matchingPgliteTemplate(reuse))) {
-    copyFileSync(reuse, tarball);
+    placeArchive(reuse, tarball);
     copyFileSync(manifestPathOf(reuse), manifestPathOf(tarball));
     return 'copied';
   }
@@ -166,25 +198,31 @@ export async function writePgliteTemplate(tarball: string, reuse?: string): Prom
     } finally {
       await db.close();
     }
-    // Written under temporary names and renamed: a reader never sees half a template.
-    packPgliteDataDir(dataDir, `${tarball}.${process.pid}`);
-    const digest = await fileDigest(`${tarball}.${process.pid}`);
-    renameSync(`${tarball}.${process.pid}`, tarball);
-    const manifest = `${manifestPathOf(tarball)}.${process.pid}`;
-    writeFileSync(manifest, `${JSON.stringify({ ...(await currentManifest()), digest }, null, 2)}\n`);
-    renameSync(manifest, manifestPathOf(tarball));
+    await compactDataDir(dataDir);
+    const packed = join(scratch, 'template.tar');
+    packPgliteDataDir(dataDir, packed);
+    // The digest of the plain archive, whichever form each copy takes.
+    const manifest = `${JSON.stringify({ ...(await currentManifest()), digest: await fileDigest(packed) }, null, 2)}\n`;
+    for (const target of reuse ? [tarball, reuse] : [tarball]) {
+      mkdirSync(dirname(target), { recursive: true });
+      placeArchive(packed, target);
+      writeFileSync(`${manifestPathOf(target)}.${process.pid}`, manifest);
+      renameSync(`${manifestPathOf(target)}.${process.pid}`, manifestPathOf(target));
+    }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  if (reuse) {
-    mkdirSync(dirname(reuse), { recursive: true });
-    for (const [from, to] of [
-      [tarball, reuse],
-      [manifestPathOf(tarball), manifestPathOf(reuse)],
-    ] as const) {
-      copyFileSync(from, `${to}.${process.pid}`);
-      renameSync(`${to}.${process.pid}`, to);
-    }
-  }
   return 'made';
+}
+
+/**
+ * Copies a template archive to `target`, gzip'd when `target` ends in `.gz` and `from` does not (the
+ * build ships 1 MB where the plain archive is 9 MB, for ~40 ms more CPU at a first start; the test
+ * suite's cache stays plain). Written under a temporary name and renamed: a reader never sees half.
+ */
+function placeArchive(from: string, target: string): void {
+  const temporary = `${target}.${process.pid}`;
+  if (target.endsWith('.gz') && !from.endsWith('.gz')) writeFileSync(temporary, gzipSync(readFileSync(from), { level: 9 }));
+  else copyFileSync(from, temporary);
+  renameSync(temporary, target);
 }

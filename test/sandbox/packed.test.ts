@@ -76,7 +76,7 @@ beforeAll(async () => {
     expect.arrayContaining([
       'bin/cfs-server.js',
       'dist/src/sandbox/main.js',
-      'dist/pglite-template.tar',
+      'dist/pglite-template.tar.gz',
       'contracts/openapi/users.yaml',
       'dist/vendor/graphiql/graphiql.min.js',
       'dist/vendor/swagger-ui-dist/swagger-ui-bundle.js',
