@@ -122,7 +122,7 @@ describe('Dockerfile', () => {
         (instruction) =>
           instruction.keyword === 'COPY' &&
           instruction.args.includes(`--from=${build?.name}`) &&
-          /dist\/pglite-template\.tar(\s|$)/.test(instruction.args) &&
+          /dist\/pglite-template\.tar\.gz(\s|$)/.test(instruction.args) &&
           instruction.args.includes('dist/pglite-template.json'),
       ),
     ).toBe(true);
