@@ -1,4 +1,5 @@
 import { create, toBinary } from '@bufbuild/protobuf';
+import type { Knex } from 'knex';
 import { InstanceSchema, InstanceStatus_State } from '../../generated/proto/cloud/compute/v1/instance_pb.js';
 import { migrationSource } from '../../src/store/migrations/index.js';
 import { ResourceRepository } from '../../src/store/repositories/resource-repository.js';
@@ -6,6 +7,15 @@ import { resourceDocument } from '../../src/store/resource-document.js';
 import { openTestDatabase } from '../support/app.js';
 
 const MIGRATION = '20261128230200_filterable_cloud_resources';
+
+/** Rolls back MIGRATION and every migration after it, newest first (compute_disks' label trigger uses its function). */
+async function rollBackThroughMigration(knex: Knex): Promise<void> {
+  for (;;) {
+    const [completed] = (await knex.migrate.list({ migrationSource })) as [Array<string | { name: string }>, unknown];
+    if (!completed.some((migration) => (typeof migration === 'string' ? migration : migration.name) === MIGRATION)) return;
+    await knex.migrate.down({ migrationSource });
+  }
+}
 
 function instance(id: string, labels: Record<string, string>) {
   return create(InstanceSchema, {
@@ -19,7 +29,7 @@ test('the filter migration fills doc and the label rows from stored resources, k
   const { db, drop } = await openTestDatabase();
   const { knex } = db;
   try {
-    await knex.migrate.down({ migrationSource, name: MIGRATION });
+    await rollBackThroughMigration(knex);
     expect(await knex.schema.hasColumn('compute_instances', 'doc')).toBe(false);
     const stored = instance('instance-mig1', { env: 'prod', team: 'core' });
     await knex('compute_instances').insert({
