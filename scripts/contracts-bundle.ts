@@ -49,14 +49,32 @@ try {
     if (existsSync(join(ROOT, 'generated', folder))) cpSync(join(ROOT, 'generated', folder), join(src, folder), { recursive: true });
   }
   cpSync(join(ROOT, 'scripts/contracts/package-src/clients/rest.ts'), join(src, 'clients/rest.ts'));
-  // The SDK layer is the very code `cfs` runs (src/sdk); it imports only generated code and packages,
-  // which the package holds one level up from it.
+  // The SDK layer is the very code `cfs` runs (src/sdk); it imports only generated code, packages and
+  // the reset-mask engine (the server's own tree and printer), which the package holds beside it.
   mkdirSync(join(src, 'sdk'), { recursive: true });
   for (const file of readdirSync(join(ROOT, 'src/sdk')).filter((name) => name.endsWith('.ts'))) {
     const text = readFileSync(join(ROOT, 'src/sdk', file), 'utf8');
-    const foreign = [...text.matchAll(/from '(\.\.\/[^']*)'/g)].map((match) => match[1] ?? '').filter((path) => !path.startsWith('../../generated/proto/'));
-    if (foreign.length > 0) throw new Error(`src/sdk/${file} imports ${foreign.join(', ')}: the SDK may import only generated/proto and packages`);
+    const foreign = [...text.matchAll(/from '(\.\.\/[^']*)'/g)]
+      .map((match) => match[1] ?? '')
+      .filter((path) => !path.startsWith('../../generated/proto/') && !path.startsWith('../engines/reset-mask/'));
+    if (foreign.length > 0)
+      throw new Error(`src/sdk/${file} imports ${foreign.join(', ')}: the SDK may import only generated/proto, the reset-mask engine and packages`);
     writeFileSync(join(src, 'sdk', file), text.replaceAll("from '../../generated/proto/", "from '../proto/"));
+  }
+  // The engine files the SDK imports, and theirs within the folder (the rest of the engine stays out).
+  const engine = join(ROOT, 'src/engines/reset-mask');
+  const wanted = [...readdirSync(join(ROOT, 'src/sdk')).filter((name) => name.endsWith('.ts'))].flatMap((file) =>
+    [...readFileSync(join(ROOT, 'src/sdk', file), 'utf8').matchAll(/from '\.\.\/engines\/reset-mask\/([\w-]+)\.js'/g)].map((match) => match[1] ?? ''),
+  );
+  const copied = new Set<string>();
+  for (let name = wanted.pop(); name !== undefined; name = wanted.pop()) {
+    if (copied.has(name)) continue;
+    copied.add(name);
+    const text = readFileSync(join(engine, `${name}.ts`), 'utf8');
+    if (/from '\.\.\//.test(text)) throw new Error(`src/engines/reset-mask/${name}.ts imports from outside its folder: the SDK's package cannot hold it`);
+    wanted.push(...[...text.matchAll(/from '\.\/([\w-]+)\.js'/g)].map((match) => match[1] ?? ''));
+    mkdirSync(join(src, 'engines/reset-mask'), { recursive: true });
+    writeFileSync(join(src, 'engines/reset-mask', `${name}.ts`), text);
   }
 
   const openapiDir = join(ROOT, 'contracts/openapi');

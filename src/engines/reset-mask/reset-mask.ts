@@ -75,7 +75,12 @@ const utf8 = new TextEncoder();
 
 /** Orders strings by their UTF-8 bytes, the order of the canonical form (and of Go's sort.Strings). */
 export function compareBytewise(a: string, b: string): number {
-  return Buffer.compare(utf8.encode(a), utf8.encode(b));
+  // No Buffer: the SDK's package (without Node's types) holds this file too.
+  const left = utf8.encode(a);
+  const right = utf8.encode(b);
+  const shared = Math.min(left.length, right.length);
+  for (let index = 0; index < shared; index++) if (left[index] !== right[index]) return (left[index] ?? 0) < (right[index] ?? 0) ? -1 : 1;
+  return left.length === right.length ? 0 : left.length < right.length ? -1 : 1;
 }
 
 /**
