@@ -322,7 +322,7 @@ test('completion scripts for bash and zsh know every command and option', async 
         const script = `${cfsFunction}\n${bash.stdout}\nCOMP_WORDS=(${words.map((word) => `'${word}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _cfs; echo "\${COMPREPLY[*]}"`;
         execFile('bash', ['-c', script], (error, stdout) => (error ? reject(error) : resolve(stdout.trim())));
       });
-    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', ''])).toBe('instance');
+    expect(await completeWith(['cfs', '--profile', 'sa', 'compute', ''])).toBe('disk instance');
     expect(await completeWith(['cfs', '--profile', 'sa', 'compute', '--server', 'http://h', 'instance', 'st'])).toBe('start stop');
     expect(await completeWith(['cfs', '--format=json', 'iam', 'project', 'l'])).toBe('list');
     expect(await completeWith(['cfs', '--format', '=', 'json', 'iam', 'project', 'l'])).toBe('list');
