@@ -155,7 +155,7 @@ interface MetricsAnswer {
  * (counters and histograms summed; gauges summed unless they say otherwise) and sends the text back.
  */
 async function answerMetricsRequests(logger: Logger): Promise<void> {
-  const { AggregatorRegistry } = await import('prom-client');
+  const { AggregatorRegistry } = await promClient();
   const aggregator = new AggregatorRegistry();
   cluster.on('message', (worker: Worker, message: Partial<MetricsRequest> | null) => {
     if (message?.type !== METRICS_REQUEST || typeof message.id !== 'number') return;
@@ -180,7 +180,7 @@ async function answerMetricsRequests(logger: Logger): Promise<void> {
  */
 export async function clusterMetricsSource(registry: Registry): Promise<(() => Promise<string>) | undefined> {
   if (!cluster.isWorker || !process.send) return undefined;
-  const { AggregatorRegistry } = await import('prom-client');
+  const { AggregatorRegistry } = await promClient();
   // Constructing one installs prom-client's listener that answers the primary with this worker's registries.
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
@@ -206,4 +206,13 @@ export async function clusterMetricsSource(registry: Registry): Promise<(() => P
       });
       process.send?.({ type: METRICS_REQUEST, id } satisfies MetricsRequest);
     });
+}
+
+/**
+ * prom-client, loaded when a cluster needs it. It is CommonJS: in the bundle (scripts/build.mjs) a
+ * dynamic import gives its exports as `default` only, where Node's own loader also names them.
+ */
+async function promClient(): Promise<typeof import('prom-client')> {
+  const loaded = (await import('prom-client')) as typeof import('prom-client') & { default?: typeof import('prom-client') };
+  return loaded.AggregatorRegistry ? loaded : (loaded.default ?? loaded);
 }
