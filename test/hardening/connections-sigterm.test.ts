@@ -16,7 +16,7 @@ async function childStore(): Promise<{ env: Record<string, string>; drop(): Prom
   const url = process.env.DATABASE_URL;
   if (!url) {
     const dir = mkdtempSync(join(tmpdir(), 'cfs-sigterm-'));
-    execFileSync('tar', ['xzf', pgliteTemplatePath(), '-C', dir], { stdio: 'ignore' });
+    execFileSync('tar', ['xf', pgliteTemplatePath(), '-C', dir], { stdio: 'ignore' });
     return { env: { DATA_DIR: dir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   const name = `cfs_test_${randomBytes(6).toString('hex')}`;
