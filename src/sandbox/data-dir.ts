@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,12 +30,56 @@ export function scratchParent(shm = '/dev/shm', minFreeBytes = SHM_MIN_FREE_BYTE
   }
 }
 
+const PREFIX = 'cfs-server-sandbox-';
+/** The file in a scratch directory naming the process that made it. */
+const OWNER = 'owner.pid';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, only not ours to signal.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the scratch directories that sandboxes killed without an exit handler (SIGKILL, the OOM
+ * killer, a power cut) left in `parent`: those whose owner process is gone. A directory with no owner
+ * file yet is being made right now, or predates the owner file; it is left alone. Returns the names removed.
+ */
+export function sweepStaleScratch(parent: string): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(parent).filter((name) => name.startsWith(PREFIX));
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(join(parent, name, OWNER), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (!Number.isSafeInteger(pid) || pid <= 0 || alive(pid)) continue;
+    rmSync(join(parent, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
 /**
  * Makes the scratch directory (0700, as mkdtemp makes it) and removes it when the process exits,
- * however it exits (a start that fails, a signal the caller turns into process.exit, the end).
+ * however it exits (a start that fails, a signal the caller turns into process.exit, the end). What a
+ * killed sandbox left in the same parent goes first (sweepStaleScratch).
  */
 export function sandboxDataDir(parent = scratchParent()): SandboxDataDir {
-  const scratch = mkdtempSync(join(parent, 'cfs-server-sandbox-'));
+  sweepStaleScratch(parent);
+  const scratch = mkdtempSync(join(parent, PREFIX));
+  writeFileSync(join(scratch, OWNER), String(process.pid), { mode: 0o600 });
   const remove = () => rmSync(scratch, { recursive: true, force: true });
   process.once('exit', remove);
   return { dataDir: join(scratch, 'data'), remove };

@@ -95,93 +95,106 @@ export async function seed(baseUrl: string, credentials: Credentials, mark: (ste
 
   // Users API: the admin of ADMIN_*, then the two example users.
   const adminToken = (await call('POST', '/api/auth', { name: credentials.admin.name, password: credentials.admin.password })).accessToken as string;
-  const signInExample = requestExample('users', '/api/auth', 'post') as { name: string; password: string };
-  const createExample = requestExample('users', '/api/users', 'post');
-  const updateExample = requestExample('users', '/api/users/{id}', 'put');
-  const users = await Promise.all(
-    [createExample, { ...createExample, name: signInExample.name, password: signInExample.password }].map(async (body) => {
-      const user = await call('POST', '/api/users', body, adminToken);
-      return { name: body.name as string, password: body.password as string, id: user.id as string };
-    }),
-  );
-  await call('PUT', `/api/users/${users[0]!.id}`, updateExample, adminToken);
-
-  mark('users');
+  mark('admin');
+  // The four families need nothing from each other but the admin's token: seeded side by side
+  // (password hashes on the thread pool, the store's statements interleaved), each marked when done.
+  const users = async () => {
+    const signInExample = requestExample('users', '/api/auth', 'post') as { name: string; password: string };
+    const createExample = requestExample('users', '/api/users', 'post');
+    const updateExample = requestExample('users', '/api/users/{id}', 'put');
+    const made = await Promise.all(
+      [createExample, { ...createExample, name: signInExample.name, password: signInExample.password }].map(async (body) => {
+        const user = await call('POST', '/api/users', body, adminToken);
+        return { name: body.name as string, password: body.password as string, id: user.id as string };
+      }),
+    );
+    await call('PUT', `/api/users/${made[0]!.id}`, updateExample, adminToken);
+    mark('users');
+    return made;
+  };
   // Publishing: the superuser of SUPERUSER_*, the example writer and topic, two articles.
-  const superuserToken = (await call('POST', '/v1/writers/login', { email: credentials.superuser.email, password: credentials.superuser.password }))
-    .accessToken as string;
-  const writerExample = requestExample('publishing', '/v1/writers', 'post');
-  const [writer, topic] = await Promise.all([
-    call('POST', '/v1/writers', writerExample, superuserToken),
-    call('POST', '/v1/topics', requestExample('publishing', '/v1/topics', 'post'), superuserToken),
-  ]);
-  const writerToken = (await call('POST', '/v1/writers/login', requestExample('publishing', '/v1/writers/login', 'post'))).accessToken as string;
-  const articleExample = { ...requestExample('publishing', '/v1/articles', 'post'), topic: topic._id };
-  const revisedExample = { ...requestExample('publishing', '/v1/articles/{id}', 'put'), topic: topic._id };
-  const [published, draft] = await Promise.all([
-    call('POST', '/v1/articles', articleExample, writerToken),
-    call('POST', '/v1/articles', revisedExample, writerToken),
-  ]);
-  await call('POST', `/v1/articles/${published._id}/publish`, undefined, superuserToken);
-
-  mark('publishing');
+  const publishing = async () => {
+    const superuserToken = (await call('POST', '/v1/writers/login', { email: credentials.superuser.email, password: credentials.superuser.password }))
+      .accessToken as string;
+    const writerExample = requestExample('publishing', '/v1/writers', 'post');
+    const [writer, topic] = await Promise.all([
+      call('POST', '/v1/writers', writerExample, superuserToken),
+      call('POST', '/v1/topics', requestExample('publishing', '/v1/topics', 'post'), superuserToken),
+    ]);
+    const writerToken = (await call('POST', '/v1/writers/login', requestExample('publishing', '/v1/writers/login', 'post'))).accessToken as string;
+    const articleExample = { ...requestExample('publishing', '/v1/articles', 'post'), topic: topic._id };
+    const revisedExample = { ...requestExample('publishing', '/v1/articles/{id}', 'put'), topic: topic._id };
+    const [published, draft] = await Promise.all([
+      call('POST', '/v1/articles', articleExample, writerToken),
+      call('POST', '/v1/articles', revisedExample, writerToken),
+    ]);
+    await call('POST', `/v1/articles/${published._id}/publish`, undefined, superuserToken);
+    mark('publishing');
+    return {
+      superuserToken,
+      writer: { email: writerExample.email as string, password: writerExample.password as string, id: writer._id as string, token: writerToken },
+      topicId: topic._id as string,
+      articleIds: [published._id as string, draft._id as string],
+    };
+  };
   // Webhook inspector: the example route and two requests captured on it.
-  // Its lifetime the longest allowed: the seeded route outlives a day's session and a kept dump.
-  const route = await call('POST', '/routes', { ...requestExample('webhooks', '/routes', 'post'), ttlSeconds: 30 * 24 * 3600 });
-  const routeId = route.routeId as string;
-  await call('POST', `/${routeId}`, { event: 'order.created', id: 42 }, undefined, { 'x-hook-signature': 'sandbox' });
-  await call('GET', `/${routeId}/status?attempt=1`);
-
-  mark('webhooks');
+  const webhooks = async () => {
+    // Its lifetime the longest allowed: the seeded route outlives a day's session and a kept dump.
+    const route = await call('POST', '/routes', { ...requestExample('webhooks', '/routes', 'post'), ttlSeconds: 30 * 24 * 3600 });
+    const routeId = route.routeId as string;
+    await call('POST', `/${routeId}`, { event: 'order.created', id: 42 }, undefined, { 'x-hook-signature': 'sandbox' });
+    await call('GET', `/${routeId}/status?attempt=1`);
+    // Captures are written in batches: the seed is complete once both are stored.
+    for (let attempt = 0; ; attempt++) {
+      const inspected = await call('GET', `/inspect/${routeId}`, undefined, undefined, { accept: 'application/json' });
+      if (((inspected.items as unknown[] | undefined) ?? []).length >= 2) break;
+      if (attempt > 200) throw new Error('seeding: the captured requests were not stored');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    mark('webhooks');
+    return routeId;
+  };
   // Cloud API: the default project, two instances, a service account and its key.
-  const projects = (await rpc('cloud.iam.v1.ProjectService/List', {}, adminToken)).items as Array<{ metadata: { id: string; name: string } }>;
-  const projectId = (projects.find((project) => project.metadata.name === 'default') ?? projects[0])!.metadata.id;
-  const instanceOperations = await Promise.all(
-    ['web-0', 'web-1'].map((name) =>
-      rpc(
-        'cloud.compute.v1.InstanceService/Create',
-        {
-          metadata: { parentId: projectId, name, labels: { env: 'prod' } },
-          spec: { description: 'A sandbox instance', resources: { platform: 'cpu-e2', preset: '4vcpu-16gb' }, networkInterfaces: [{ name: 'eth0' }] },
-        },
-        adminToken,
+  const cloud = async () => {
+    const projects = (await rpc('cloud.iam.v1.ProjectService/List', {}, adminToken)).items as Array<{ metadata: { id: string; name: string } }>;
+    const projectId = (projects.find((project) => project.metadata.name === 'default') ?? projects[0])!.metadata.id;
+    const instanceOperations = await Promise.all(
+      ['web-0', 'web-1'].map((name) =>
+        rpc(
+          'cloud.compute.v1.InstanceService/Create',
+          {
+            metadata: { parentId: projectId, name, labels: { env: 'prod' } },
+            spec: { description: 'A sandbox instance', resources: { platform: 'cpu-e2', preset: '4vcpu-16gb' }, networkInterfaces: [{ name: 'eth0' }] },
+          },
+          adminToken,
+        ),
       ),
-    ),
-  );
-  const account = await rpc('cloud.iam.v1.ServiceAccountService/Create', { metadata: { parentId: projectId, name: 'deployer' } }, adminToken);
-  const serviceAccountId = (account.resourceId as string) || ((account.response as { metadata?: { id?: string } } | undefined)?.metadata?.id ?? '');
-  const generated = await rpc('cloud.iam.v1.AuthPublicKeyService/Generate', { spec: { serviceAccountId, description: 'sandbox key' } }, adminToken);
-  const key = generated.key as { metadata: { id: string } };
-  const keyFile = writeKeyFile(`${JSON.stringify({ id: key.metadata.id, service_account_id: serviceAccountId, private_key: generated.privateKey })}\n`);
-  mark('cloud-create');
-  const instanceIds = await Promise.all(
-    instanceOperations.map(async (operation) => {
-      const done = await rpc('cloud.common.v1.OperationService/Wait', { id: operation.id }, adminToken);
-      const status = done.status as { code?: number } | undefined;
-      if (status?.code) throw new Error(`seeding: creating an instance failed: ${JSON.stringify(status)}`);
-      return done.resourceId as string;
-    }),
-  );
-  mark('cloud-wait');
-  // Captures are written in batches: the seed is complete once both are stored.
-  for (let attempt = 0; ; attempt++) {
-    const inspected = await call('GET', `/inspect/${routeId}`, undefined, undefined, { accept: 'application/json' });
-    if (((inspected.items as unknown[] | undefined) ?? []).length >= 2) break;
-    if (attempt > 200) throw new Error('seeding: the captured requests were not stored');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  mark('captures');
+    );
+    const account = await rpc('cloud.iam.v1.ServiceAccountService/Create', { metadata: { parentId: projectId, name: 'deployer' } }, adminToken);
+    const serviceAccountId = (account.resourceId as string) || ((account.response as { metadata?: { id?: string } } | undefined)?.metadata?.id ?? '');
+    const generated = await rpc('cloud.iam.v1.AuthPublicKeyService/Generate', { spec: { serviceAccountId, description: 'sandbox key' } }, adminToken);
+    const key = generated.key as { metadata: { id: string } };
+    const keyFile = writeKeyFile(`${JSON.stringify({ id: key.metadata.id, service_account_id: serviceAccountId, private_key: generated.privateKey })}\n`);
+    const instanceIds = await Promise.all(
+      instanceOperations.map(async (operation) => {
+        const done = await rpc('cloud.common.v1.OperationService/Wait', { id: operation.id }, adminToken);
+        const status = done.status as { code?: number } | undefined;
+        if (status?.code) throw new Error(`seeding: creating an instance failed: ${JSON.stringify(status)}`);
+        return done.resourceId as string;
+      }),
+    );
+    mark('cloud');
+    return { projectId, instanceIds, serviceAccountId, keyFile };
+  };
+  const [seededUsers, seededPublishing, routeId, seededCloud] = await Promise.all([users(), publishing(), webhooks(), cloud()]);
   return {
     admin: { ...credentials.admin, token: adminToken },
-    superuser: { ...credentials.superuser, token: superuserToken },
-    users,
-    writer: { email: writerExample.email as string, password: writerExample.password as string, id: writer._id as string, token: writerToken },
-    topicId: topic._id as string,
-    articleIds: [published._id as string, draft._id as string],
+    superuser: { ...credentials.superuser, token: seededPublishing.superuserToken },
+    users: seededUsers,
+    writer: seededPublishing.writer,
+    topicId: seededPublishing.topicId,
+    articleIds: seededPublishing.articleIds,
     routeId,
-    projectId,
-    instanceIds,
-    serviceAccountId,
-    keyFile,
+    ...seededCloud,
   };
 }
