@@ -95,8 +95,8 @@ interface Connection {
 
 /**
  * One port for every protocol. Cleartext: the first bytes tell an HTTP/2 connection preface from
- * HTTP/1.x (node's http2 server cannot serve HTTP/1.1 without TLS, and express crashes on HTTP/2
- * requests). TLS: ALPN decides. The peeked bytes are pushed back before the socket is handed on.
+ * HTTP/1.x (node's http2 server cannot serve HTTP/1.1 without TLS, and node:http does not speak HTTP/2).
+ * TLS: ALPN decides. The peeked bytes are pushed back before the socket is handed on.
  *
  * Because the HTTP servers never listen themselves, this is where every connection is tracked and
  * timed out: no first bytes (or TLS handshake) in time, HTTP/2 sessions idle, and at shutdown.

@@ -45,7 +45,6 @@ test('the entry bundles our code and the packages, CommonJS ones included; only 
     '@connectrpc/connect',
     'jose',
     'knex',
-    'express',
     'openapi-backend',
     'graphql',
     'pino',
@@ -156,7 +155,7 @@ test(
       child.kill('SIGTERM');
     }
     expect(await server.exited).toBe(0);
-    // No CommonJS file came from node_modules but the externals' (knex, express, graphql… are in the
+    // No CommonJS file came from node_modules but the externals' (knex, graphql… are in the
     // bundle; knex-pglite requires PGlite's CommonJS entry), and the bundle found the build's pre-built
     // contracts: no YAML parser was loaded.
     const loaded = JSON.parse(readFileSync(loadedFile, 'utf8')) as string[];
