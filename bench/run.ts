@@ -22,7 +22,7 @@
  * a CPU profile of the full server (node --cpu-prof) there.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,8 @@ const PIN_WRK = ['taskset', '-c', '1'];
 const RATIO_TARGET = 0.85;
 const PGLITE_RPS_TARGET = 3000;
 const PGLITE_P99_TARGET_MS = 20;
+/** Clock ticks per second of /proc's CPU times. */
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 const { values: options } = parseArgs({ options: { store: { type: 'string', default: 'both' } } });
 const stores = options.store === 'both' ? ['postgres', 'pglite'] : [options.store];
@@ -67,7 +69,7 @@ async function benchPostgres(): Promise<void> {
   try {
     const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0' };
     const full = await startChild(children, fullServerArgs('postgres'), env);
-    const { token, userId } = await prepareUser(full);
+    const { token, userId } = await prepareUser(full.port);
     const raw = await startChild(children, ['--import', 'tsx', ...rawProfileArgs('postgres'), 'bench/raw-users-server.ts'], env);
     const { baseline, ours, ratio } = await measure(raw, full, `/api/users/${userId}`, token);
     console.log(`  raw node:http + pg      ${report(baseline)}`);
@@ -90,7 +92,7 @@ async function benchPglite(): Promise<void> {
     const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: fullDir, LOG_LEVEL: 'silent', PORT: '0' };
     delete env.DATABASE_URL;
     const full = await startChild(children, fullServerArgs('pglite'), env);
-    const { token, userId, user } = await prepareUser(full);
+    const { token, userId, user } = await prepareUser(full.port);
     const raw = await startChild(children, ['--import', 'tsx', 'bench/raw-users-server.ts'], {
       ...env,
       DATA_DIR: rawDir,
@@ -118,31 +120,56 @@ async function benchPglite(): Promise<void> {
  * and other work on the machine moves single runs by ±20% and more here, so the ratio judged is the
  * median of each round's full/raw (two runs seconds apart), not the ratio of two medians.
  */
-async function measure(raw: number, full: number, path: string, token: string): Promise<{ baseline: WrkResult; ours: WrkResult; ratio: number }> {
-  await check(`http://127.0.0.1:${full}${path}`, token);
-  await check(`http://127.0.0.1:${raw}${path}`, token);
+async function measure(raw: Child, full: Child, path: string, token: string): Promise<{ baseline: WrkResult; ours: WrkResult; ratio: number }> {
+  await check(`http://127.0.0.1:${full.port}${path}`, token);
+  await check(`http://127.0.0.1:${raw.port}${path}`, token);
   console.log('  warming up both (2 s each)');
-  wrkRun(raw, path, token, 2, PIN_WRK);
-  wrkRun(full, path, token, 2, PIN_WRK);
-  const baselineRuns: WrkResult[] = [];
-  const fullRuns: WrkResult[] = [];
+  wrkRun(raw.port, path, token, 2, PIN_WRK);
+  wrkRun(full.port, path, token, 2, PIN_WRK);
+  const baselineRuns: Run[] = [];
+  const fullRuns: Run[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
-    const baseline = wrkRun(raw, path, token, SECONDS, PIN_WRK);
+    const baseline = timedRun(raw, path, token);
     baselineRuns.push(baseline);
-    const ours = wrkRun(full, path, token, SECONDS, PIN_WRK);
+    const ours = timedRun(full, path, token);
     fullRuns.push(ours);
     console.log(`  run ${round}/${ROUNDS}: raw ${runText(baseline)}, full ${runText(ours)}, ratio ${(ours.rps / baseline.rps).toFixed(2)}`);
   }
   const ratios = fullRuns.map((run, index) => run.rps / (baselineRuns[index]?.rps ?? Number.NaN));
+  // Server CPU per request: what other work on the machine inflates least (throughput on a busy machine
+  // says as much about the neighbours), so a change can be judged by it while the machine is not quiet.
+  const cpu = (runs: Run[]) => median(runs.map((run) => run.cpuMicros));
+  console.log(
+    `  server CPU per request (medians): raw ${cpu(baselineRuns).toFixed(0)} µs, full ${cpu(fullRuns).toFixed(0)} µs, raw/full ${(cpu(baselineRuns) / cpu(fullRuns)).toFixed(2)}`,
+  );
   return { baseline: medians(baselineRuns), ours: medians(fullRuns), ratio: median(ratios) };
+}
+
+/** One wrk run with the server's CPU time over it (user + system, from /proc), per request answered. */
+interface Run extends WrkResult {
+  cpuMicros: number;
+}
+
+function timedRun(server: Child, path: string, token: string): Run {
+  const before = cpuMillis(server.pid);
+  const result = wrkRun(server.port, path, token, SECONDS, PIN_WRK);
+  const used = cpuMillis(server.pid) - before;
+  return { ...result, cpuMicros: (used * 1000) / Math.max(1, result.rps * SECONDS) };
+}
+
+/** A process's CPU time so far, in ms (fields 14 and 15 of /proc/<pid>/stat; the name in field 2 may hold spaces). */
+function cpuMillis(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
 function medians(runs: WrkResult[]): WrkResult & { runs: WrkResult[] } {
   return { rps: median(runs.map((run) => run.rps)), p99Ms: median(runs.map((run) => run.p99Ms)), runs };
 }
 
-function runText(run: WrkResult): string {
-  return `${run.rps.toFixed(0)} req/s p99 ${run.p99Ms.toFixed(1)} ms`;
+function runText(run: Run): string {
+  return `${run.rps.toFixed(0)} req/s p99 ${run.p99Ms.toFixed(1)} ms ${run.cpuMicros.toFixed(0)} µs CPU`;
 }
 
 function report(result: WrkResult & { runs?: WrkResult[] }): string {
@@ -183,7 +210,13 @@ function rawProfileArgs(store: string): string[] {
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, `${store}-raw`)}`] : [];
 }
 
-async function startChild(children: ChildProcess[], args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+/** A server under test: its port, and its process (for its CPU time). */
+interface Child {
+  port: number;
+  pid: number;
+}
+
+async function startChild(children: ChildProcess[], args: string[], env: NodeJS.ProcessEnv): Promise<Child> {
   const child = spawn('taskset', ['-c', '0', process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -191,7 +224,7 @@ async function startChild(children: ChildProcess[], args: string[], env: NodeJS.
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /listening (\d+)/.exec(output);
-      if (match) resolve(Number(match[1]));
+      if (match) resolve({ port: Number(match[1]), pid: child.pid! });
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
   });
