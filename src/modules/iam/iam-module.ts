@@ -4,6 +4,7 @@ import { AuthPublicKeyService as AuthPublicKeyServiceDesc } from '../../../gener
 import { ProfileService as ProfileServiceDesc } from '../../../generated/proto/cloud/iam/v1/profile_service_pb.js';
 import { TokenExchangeService as TokenExchangeServiceDesc } from '../../../generated/proto/cloud/iam/v1/token_exchange_service_pb.js';
 import type { DescService } from '@bufbuild/protobuf';
+import { settingsOf } from '../../config.js';
 import type { ModuleContext, ServerModule } from '../../server/module.js';
 import { GET_HEAD } from '../../server/route-table.js';
 import type { PrincipalResolver } from '../../auth/principal.js';
@@ -54,12 +55,17 @@ export async function iamModule(
   ctx: ModuleContext,
   options: { users: UserService; operations: Operations; projectChildren?: readonly ProjectChild[] },
 ): Promise<IamModule> {
-  const { db, tokens, config, logger } = ctx;
+  const { db, tokens, logger } = ctx;
   const { operations } = options;
-  const projects = new ProjectService(db.knex, operations, config.listFilterScanRows, options.projectChildren);
+  // IAM's own settings, and the cloud family's it serves under (list bounds, the API domain).
+  const { iamTokenTtlSeconds } = settingsOf(ctx.config, 'iam');
+  const { listFilterScanRows, apiDomain } = settingsOf(ctx.config, 'cloud');
+  // The origin its token endpoints name comes from the listener's settings.
+  const listener = { tlsCert: ctx.config.tlsCert, port: ctx.config.port };
+  const projects = new ProjectService(db.knex, operations, listFilterScanRows, options.projectChildren);
   await projects.ensureTenant();
-  const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx), config.listFilterScanRows);
-  const keys = new PublicKeyService(db.knex, operations, serviceAccounts, config.listFilterScanRows);
+  const serviceAccounts = new ServiceAccountService(db.knex, operations, (id, trx) => projects.exists(id, trx), listFilterScanRows);
+  const keys = new PublicKeyService(db.knex, operations, serviceAccounts, listFilterScanRows);
   const profiles = new ProfileService(options.users, serviceAccounts);
   const exchange = new TokenExchange(
     tokens,
@@ -67,7 +73,7 @@ export async function iamModule(
       findKey: (id) => keys.findForExchange(id),
       accountActive: async (id) => (await serviceAccounts.find(id))?.status?.active,
     },
-    config.iamTokenTtlSeconds,
+    iamTokenTtlSeconds,
     (reason) => logger.info({ reason }, 'token exchange refused'),
     {
       serviceNames: () =>
@@ -76,7 +82,7 @@ export async function iamModule(
             .map(apiServiceNameOf)
             .filter((name) => name !== ''),
         ),
-      apiDomain: config.apiDomain,
+      apiDomain,
     },
   );
   // Every service of the server, known once all modules gave theirs (`rpc` below): what a token can be for.
@@ -100,17 +106,17 @@ export async function iamModule(
       cloudService(ProfileServiceDesc, profileServiceImpl(profiles), { get: 'optional' }),
       cloudService(
         TokenExchangeServiceDesc,
-        tokenExchangeServiceImpl(exchange, (context) => servingOriginOf(config, { host: new URL(context.url).host })),
+        tokenExchangeServiceImpl(exchange, (context) => servingOriginOf(listener, { host: new URL(context.url).host })),
         { exchange: 'public' },
       ),
     ],
     routes: [
       // Every method: RFC 6749's error shape answers the ones it does not take.
-      { path: TOKEN_EXCHANGE_PATH, handle: (req, res) => handleTokenExchange(exchange, req, res, servingOriginOf(config, req.headers, clientOf(req))) },
+      { path: TOKEN_EXCHANGE_PATH, handle: (req, res) => handleTokenExchange(exchange, req, res, servingOriginOf(listener, req.headers, clientOf(req))) },
       {
         path: AUTHORIZATION_SERVER_METADATA_PATH,
         methods: GET_HEAD,
-        handle: (req, res) => handleAuthorizationServerMetadata(req, res, servingOriginOf(config, req.headers, clientOf(req))),
+        handle: (req, res) => handleAuthorizationServerMetadata(req, res, servingOriginOf(listener, req.headers, clientOf(req))),
       },
     ],
     // IAM's services are served by the cloud module; this only learns which services the server has.

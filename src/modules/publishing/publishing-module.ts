@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { settingsOf } from '../../config.js';
 import { ROOT } from '../../server/paths.js';
 import { AppError } from '../../errors.js';
 import { createRestApi } from '../../http/rest-api.js';
@@ -34,10 +35,12 @@ const DOCS_PATH = '/docs/publishing.md';
  * and `/graphql` (contracts/graphql/publishing.graphql), both over one service layer.
  */
 export async function publishingModule(ctx: ModuleContext): Promise<ServerModule & { publishing: PublishingServices }> {
-  const services = createPublishingServices(ctx.db.knex, ctx.tokens, ctx.config.accessTokenTtlSeconds, throttleOptionsOf(ctx.config));
+  // The publishing family's settings, and the users family's sign-in rules (tokens, throttle) it shares.
+  const { superuserEmail, superuserPassword, publishingDeprecationLink } = settingsOf(ctx.config, 'publishing');
+  const signIn = settingsOf(ctx.config, 'users');
+  const services = createPublishingServices(ctx.db.knex, ctx.tokens, signIn.accessTokenTtlSeconds, throttleOptionsOf(signIn));
   const metrics = ctx.metrics;
   if (metrics) services.writers.observeSignIns((outcome) => metrics.observeSignIn('publishing', outcome));
-  const { superuserEmail, superuserPassword } = ctx.config;
   if (superuserEmail && superuserPassword && (await services.writers.ensureSuperuser(superuserEmail, superuserPassword))) {
     ctx.logger.info({ superuser: superuserEmail }, 'created the configured publishing superuser');
   }
@@ -47,7 +50,7 @@ export async function publishingModule(ctx: ModuleContext): Promise<ServerModule
     contractPath: `${ROOT}contracts/openapi/publishing.yaml`,
     handlers: publishingApiHandlers(services),
     renderError: renderProblemDetails,
-    commonHeaders: { Deprecation: 'true', Link: `<${ctx.config.publishingDeprecationLink}>; rel="deprecation"` },
+    commonHeaders: { Deprecation: 'true', Link: `<${publishingDeprecationLink}>; rel="deprecation"` },
     // Both schemes read the request's credentials the one way /graphql does too (publishingAuthenticator).
     securityHandlers: { bearerAuth: authenticate, accessToken: authenticate },
     onError: ctx.onError,
