@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, type TestServer } from '../support/app.js';
 import { budget } from '../support/budget.js';
-import { rawRequest } from '../webhooks/support.js';
+import { rawRequest } from '../modules/webhooks/support.js';
 
 jest.setTimeout(budget(90_000));
 

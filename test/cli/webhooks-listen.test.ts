@@ -10,7 +10,7 @@ import { build, type App } from '../../src/server/build.js';
 import type { Database } from '../../src/store/database.js';
 import { openTestDatabase } from '../support/app.js';
 import { budget } from '../support/budget.js';
-import { rawRequest } from '../webhooks/support.js';
+import { rawRequest } from '../modules/webhooks/support.js';
 
 // A server restart and a target outage inside one test: the former fixed 120 s, scaled with the load
 // like every other timeout (test/support/budget.ts).

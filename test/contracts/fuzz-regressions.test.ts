@@ -8,8 +8,8 @@ import { AppError, toAppError } from '../../src/errors.js';
 import { withoutUnknownParameters } from '../../src/http/rest-engine/validator.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { GrpcTestClient, expectGrpcError } from '../support/grpc.js';
-import { bootstrapAdmin, type Account } from '../handlers/users-fixtures.js';
-import { SUPERUSER, login } from '../publishing/support.js';
+import { bootstrapAdmin, type Account } from '../modules/users/users-fixtures.js';
+import { SUPERUSER, login } from '../modules/publishing/support.js';
 
 let server: TestServer;
 let admin: Account;

@@ -1,6 +1,6 @@
 import { auditServer, type AuditResult } from 'graphql-http';
 import { startServer, type TestServer } from '../support/app.js';
-import { login, SUPERUSER } from '../publishing/support.js';
+import { login, SUPERUSER } from '../modules/publishing/support.js';
 
 // The GraphQL-over-HTTP audit of graphql-http (the reference implementation of the spec), run
 // against the live /graphql as a signed-in reader would call it: every audit, MUSTs and SHOULDs

@@ -1,7 +1,7 @@
 import { startServer, type TestServer } from '../support/app.js';
 import { GRAPHQL_MAX_COST, GRAPHQL_MAX_TOKENS } from '../../src/modules/publishing/publishing-module.js';
 import { PUBLISHING_STORE_FIELD_COST } from '../../src/handlers/publishing-graphql.js';
-import { createActors, graphql, SUPERUSER, type Actors } from '../publishing/support.js';
+import { createActors, graphql, SUPERUSER, type Actors } from '../modules/publishing/support.js';
 
 let server: TestServer;
 let actors: Actors;

@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import { once } from 'node:events';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
-import { createInstance, startCloudServer, type CloudServer } from '../cloud/fixtures.js';
+import { createInstance, startCloudServer, type CloudServer } from '../modules/cloud/fixtures.js';
 
 let cloud: CloudServer;
 const unhandled: unknown[] = [];

@@ -6,7 +6,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { OperationService } from '../../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { cloudJsonRegistry } from '../../src/handlers/cloud/json-registry.js';
-import { PROJECT, startCloudServer, waitForOperation, type CloudServer } from '../cloud/fixtures.js';
+import { PROJECT, startCloudServer, waitForOperation, type CloudServer } from '../modules/cloud/fixtures.js';
 
 // JSON clients need the registry too, to read the Any fields of an Operation.
 const jsonOptions = { registry: cloudJsonRegistry };

@@ -1,7 +1,7 @@
 import { findUnsafeNumber } from '../../src/engines/json-numbers/index.js';
 import { startServer, type TestServer } from '../support/app.js';
-import { createActors, SUPERUSER } from '../publishing/support.js';
-import { bootstrapAdmin, call, type Account } from '../handlers/users-fixtures.js';
+import { createActors, SUPERUSER } from '../modules/publishing/support.js';
+import { bootstrapAdmin, call, type Account } from '../modules/users/users-fixtures.js';
 
 describe('findUnsafeNumber', () => {
   const cases: Array<[string, { given: string; want: { path: string; message: RegExp } | undefined }]> = [

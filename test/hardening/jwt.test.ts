@@ -1,8 +1,8 @@
 import { createPrivateKey, sign } from 'node:crypto';
 import { TOKEN_ISSUER } from '../../src/auth/token-service.js';
 import { signServiceAccountJwt } from '../../src/engines/service-account-jwt/index.js';
-import { startCloudServer, type CloudServer } from '../cloud/fixtures.js';
-import { createProject, createServiceAccountWithKey, exchangeForm, exchangeOverHttp, type ServiceAccountKey } from '../iam/support.js';
+import { startCloudServer, type CloudServer } from '../modules/cloud/fixtures.js';
+import { createProject, createServiceAccountWithKey, exchangeForm, exchangeOverHttp, type ServiceAccountKey } from '../modules/iam/support.js';
 
 /**
  * Issue 10 item 12 through the real server: bearer tokens and service-account JWTs that differ from a

@@ -1,6 +1,6 @@
 import { LimitCounterRepository } from '../../src/store/repositories/limit-counter-repository.js';
 import { startPeerServer, startServer, type PeerServer, type TestServer } from '../support/app.js';
-import { bootstrapAdmin, call, requestFrom } from '../handlers/users-fixtures.js';
+import { bootstrapAdmin, call, requestFrom } from '../modules/users/users-fixtures.js';
 
 const LIMITS = { WEBHOOK_ROUTE_LIMIT: '4', WEBHOOK_ROUTE_WINDOW_SECONDS: '60', SIGNIN_MAX_FAILURES: '4', SIGNIN_NAME_MAX_FAILURES: '10' };
 let serverA: TestServer | undefined;

@@ -5,7 +5,7 @@ import { openDatabase, type Database } from '../../src/store/database.js';
 import { ServiceError_RetryType as RetryType } from '../../generated/proto/cloud/common/v1/error_pb.js';
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { GrpcCallError, GrpcTestClient } from '../support/grpc.js';
-import { openEventStream, rawRequest } from '../webhooks/support.js';
+import { openEventStream, rawRequest } from '../modules/webhooks/support.js';
 import { cloneTemplateDatabase, eventually, TcpProxy, viaProxy } from './outage-support.js';
 
 /**

@@ -1,6 +1,6 @@
 import { startServer, type TestServer } from '../support/app.js';
-import { createActors, SUPERUSER } from '../publishing/support.js';
-import { bootstrapAdmin, call, requestFrom, type Account } from '../handlers/users-fixtures.js';
+import { createActors, SUPERUSER } from '../modules/publishing/support.js';
+import { bootstrapAdmin, call, requestFrom, type Account } from '../modules/users/users-fixtures.js';
 
 const MAX_FAILURES = 5;
 const NAME_MAX_FAILURES = 12;

@@ -4,7 +4,7 @@ import { RouteCache } from '../../src/services/webhooks/route-cache.js';
 import { clientKey } from '../../src/services/client-address.js';
 import { WebhookService } from '../../src/services/webhooks/webhook-service.js';
 import type { RouteRow } from '../../src/store/repositories/webhook-repository.js';
-import { createRoute, rawRequest } from '../webhooks/support.js';
+import { createRoute, rawRequest } from '../modules/webhooks/support.js';
 
 const LIMIT = 5;
 let server: TestServer;

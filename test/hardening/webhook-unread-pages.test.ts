@@ -3,7 +3,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { once } from 'node:events';
 import { startServer, type TestServer } from '../support/app.js';
-import { createRoute, rawRequest } from '../webhooks/support.js';
+import { createRoute, rawRequest } from '../modules/webhooks/support.js';
 
 /**
  * Issue 31, item 8: a reply the client does not read costs bounded work. One anonymous address opens

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startServer, type TestServer } from '../support/app.js';
-import { graphql, login, SUPERUSER } from '../publishing/support.js';
+import { graphql, login, SUPERUSER } from '../modules/publishing/support.js';
 
 /**
  * One error policy (issue 12 item 3): an internal failure on every API family — forced by hiding the

@@ -3,7 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
 import { CHROMIUM, consoleOf, haveChromium, launchChromium } from '../support/browser.js';
 import { budget } from '../support/budget.js';
-import { login, SUPERUSER } from '../publishing/support.js';
+import { login, SUPERUSER } from '../modules/publishing/support.js';
 
 /** The version the server reports: package.json's (moved by contracts releases). */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

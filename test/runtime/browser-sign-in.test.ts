@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
 import { CHROMIUM, consoleOf, haveChromium, launchChromium } from '../support/browser.js';
 import { budget } from '../support/budget.js';
-import { SUPERUSER } from '../publishing/support.js';
+import { SUPERUSER } from '../modules/publishing/support.js';
 
 /**
  * The browser pages sign in by themselves (no token fetched with curl): the form above the API

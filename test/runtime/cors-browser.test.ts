@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { startServer, type TestServer } from '../support/app.js';
-import { bootstrapAdmin } from '../handlers/users-fixtures.js';
+import { bootstrapAdmin } from '../modules/users/users-fixtures.js';
 import { budget } from '../support/budget.js';
 import { CHROMIUM, haveChromium, launchChromium } from '../support/browser.js';
 

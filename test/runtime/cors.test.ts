@@ -1,6 +1,6 @@
 import { loadConfig, ConfigError } from '../../src/config.js';
 import { startServer, type TestServer } from '../support/app.js';
-import { createRoute, rawRequest } from '../webhooks/support.js';
+import { createRoute, rawRequest } from '../modules/webhooks/support.js';
 import { budget } from '../support/budget.js';
 
 const APP = 'http://app.example.test:3000';

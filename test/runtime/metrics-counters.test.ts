@@ -1,5 +1,5 @@
 import { startServer, type TestServer } from '../support/app.js';
-import { createRoute, rawRequest } from '../webhooks/support.js';
+import { createRoute, rawRequest } from '../modules/webhooks/support.js';
 import { scrape, valueOf } from './metrics-support.js';
 import { budget } from '../support/budget.js';
 

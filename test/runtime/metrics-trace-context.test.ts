@@ -5,7 +5,7 @@ import { createLogger } from '../../src/logger.js';
 import { parseTraceparent } from '../../src/server/trace-context.js';
 import { openTestDatabase } from '../support/app.js';
 import { GrpcTestClient } from '../support/grpc.js';
-import { exchangeForm } from '../iam/support.js';
+import { exchangeForm } from '../modules/iam/support.js';
 import { budget } from '../support/budget.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';

@@ -1,8 +1,8 @@
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { Health } from '../../generated/proto/grpc/health/v1/health_pb.js';
 import { h2Request, startServer } from '../support/app.js';
-import { PROJECT, startCloudServer, type CloudServer } from '../cloud/fixtures.js';
-import { createRoute, rawRequest } from '../webhooks/support.js';
+import { PROJECT, startCloudServer, type CloudServer } from '../modules/cloud/fixtures.js';
+import { createRoute, rawRequest } from '../modules/webhooks/support.js';
 import { parseMetrics, scrape, valueOf } from './metrics-support.js';
 import { budget } from '../support/budget.js';
 

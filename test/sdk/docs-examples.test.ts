@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { startServer, type TestServer } from '../support/app.js';
 import { budget } from '../support/budget.js';
 import { GrpcTestClient } from '../support/grpc.js';
-import { createProject, createServiceAccountWithKey } from '../iam/support.js';
+import { createProject, createServiceAccountWithKey } from '../modules/iam/support.js';
 
 // Each example runs as a child process under tsx: the former fixed 240 s, scaled with the load like
 // every other timeout (test/support/budget.ts).

@@ -3,7 +3,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { createCloudSdk, requestIdOf, type TransportFactory } from '../../src/sdk/index.js';
 import { describeError } from '../../src/cli/output.js';
-import { startCloudServer, type CloudServer } from '../cloud/fixtures.js';
+import { startCloudServer, type CloudServer } from '../modules/cloud/fixtures.js';
 
 // The request id of a failed call is read once, whatever the transport: a gRPC or gRPC-Web answer
 // carries it in the response header and again in the trailer (for clients that read only trailers),

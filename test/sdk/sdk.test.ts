@@ -21,7 +21,7 @@ import {
 } from '../../src/sdk/index.js';
 import { startServer, type TestServer } from '../support/app.js';
 import { GrpcTestClient } from '../support/grpc.js';
-import { createProject, createServiceAccountWithKey, type ServiceAccountKey } from '../iam/support.js';
+import { createProject, createServiceAccountWithKey, type ServiceAccountKey } from '../modules/iam/support.js';
 
 const ADMIN = { name: 'sdk-admin', password: 'sdk-admin-password' };
 /** Short-lived service-account tokens, so a test run sees them expire and be refreshed. */

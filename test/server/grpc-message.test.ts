@@ -3,7 +3,7 @@ import { status as GrpcStatus } from '@grpc/grpc-js';
 import { GetInstanceRequestSchema, InstanceService } from '../../generated/proto/cloud/compute/v1/instance_service_pb.js';
 import { encodeGrpcMessage } from '../../src/server/grpc-message.js';
 import { expectGrpcError, GrpcTestClient } from '../support/grpc.js';
-import { createInstance, startCloudServer, type CloudServer } from '../cloud/fixtures.js';
+import { createInstance, startCloudServer, type CloudServer } from '../modules/cloud/fixtures.js';
 
 // grpc-message is percent-encoded exactly as the gRPC spec asks (PROTOCOL-HTTP2.md, Status-Message):
 // bytes outside 0x20–0x7E and `%`, nothing else; @grpc/grpc-js decodes with decodeURI, so anything

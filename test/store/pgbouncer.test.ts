@@ -9,9 +9,9 @@ import { budget } from '../support/budget.js';
 import { GrpcTestClient } from '../support/grpc.js';
 import { startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
 import { seedProjects } from '../support/projects.js';
-import { bootstrapAdmin, createAccount } from '../handlers/users-fixtures.js';
-import { PROJECT, waitForOperation } from '../cloud/fixtures.js';
-import { createRoute, openEventStream, rawRequest } from '../webhooks/support.js';
+import { bootstrapAdmin, createAccount } from '../modules/users/users-fixtures.js';
+import { PROJECT, waitForOperation } from '../modules/cloud/fixtures.js';
+import { createRoute, openEventStream, rawRequest } from '../modules/webhooks/support.js';
 
 /**
  * The server behind Debian's PgBouncer (1.18) in transaction mode with default settings: DATABASE_URL

@@ -2,7 +2,7 @@ import http2 from 'node:http2';
 import { randomUUID } from 'node:crypto';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { GetInstanceRequestSchema, ListInstancesRequestSchema } from '../../../generated/proto/cloud/compute/v1/instance_service_pb.js';
-import { createInstance, PROJECT, startCloudServer, type CloudServer } from '../../cloud/fixtures.js';
+import { createInstance, PROJECT, startCloudServer, type CloudServer } from '../../modules/cloud/fixtures.js';
 
 /**
  * The native gRPC fast path (src/server/grpc-fast-path/) against connect-node's own gRPC handler, on
