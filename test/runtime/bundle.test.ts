@@ -40,18 +40,7 @@ test('the entry bundles our code and the packages, CommonJS ones included; only 
   const entry = readFileSync(built.main, 'utf8');
   // The only files it imports are its own chunks.
   expect(entry.match(/from\s*"\.{1,2}\/[^"]*"/g)?.every((clause) => /"\.\/bundle-chunk-[\w-]+\.js"/.test(clause))).toBe(true);
-  for (const bundled of [
-    '@bufbuild/protobuf',
-    '@connectrpc/connect',
-    'jose',
-    'knex',
-    'openapi-backend',
-    'graphql',
-    'pino',
-    'pg',
-    'ajv',
-    '@grpc/grpc-js',
-  ])
+  for (const bundled of ['@bufbuild/protobuf', '@connectrpc/connect', 'jose', 'knex', 'openapi-backend', 'graphql', 'pino', 'pg', 'ajv', '@grpc/grpc-js'])
     for (const text of code) expect({ bundled, imported: new RegExp(`(from\\s*|import\\()"${bundled}"`).test(text) }).toEqual({ bundled, imported: false });
   // PGlite is an ES module, but reads its wasm beside its own file: it stays a package.
   expect(code.some((text) => /import\("@electric-sql\/pglite"\)/.test(text))).toBe(true);
