@@ -11,6 +11,8 @@ import { sandboxDataDir } from './data-dir.js';
 import { resumeSeed, seed, seedCode, type SeededState } from './seed.js';
 import { SeedSnapshot } from './snapshot.js';
 
+/** How often the sandbox checks that the process that started it is still there. */
+const ORPHAN_CHECK_MS = 500;
 const USAGE = `usage: cfs-server sandbox [--port N] [--host H] [--fresh] [--timings]
                                                  the whole server in memory, seeded (docs/contracts.md, Sandbox);
                                                  --fresh seeds anew instead of loading the seed kept from the last start
@@ -124,6 +126,19 @@ async function start(options: { port?: string; host?: string; fresh?: boolean; t
       () => process.exit(1),
     );
   process.off('SIGTERM', stopEarly).off('SIGINT', stopEarly).once('SIGTERM', stop).once('SIGINT', stop);
+  // npx runs the bin through `sh -c`: a SIGTERM to npx (a script's `kill %1`) ends npx and that shell
+  // but not this process, which would go on holding the port. So the sandbox ends with the process
+  // that started it (reparented: its parent is gone). Under an init (a container's PID 1) there is nothing to watch.
+  const parent = process.ppid;
+  if (parent > 1) {
+    const orphaned = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(orphaned);
+      logger.info({ parent }, 'sandbox: the process that started it is gone; stopping');
+      stop();
+    }, ORPHAN_CHECK_MS);
+    orphaned.unref();
+  }
   const seeded = new SeedSnapshot(app.db.knex);
   let state: SeededState;
   if (kept) {

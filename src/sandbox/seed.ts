@@ -94,11 +94,14 @@ export async function seed(baseUrl: string, credentials: Credentials, mark: (ste
   const rpc = (method: string, message: unknown, token: string) => call('POST', `/${method}`, message, token);
 
   // Users API: the admin of ADMIN_*, then the two example users.
-  const adminToken = (await call('POST', '/api/auth', { name: credentials.admin.name, password: credentials.admin.password })).accessToken as string;
-  mark('admin');
-  // The four families need nothing from each other but the admin's token: seeded side by side
-  // (password hashes on the thread pool, the store's statements interleaved), each marked when done.
-  const users = async () => {
+  // Its sign-in makes the admin (a first run's onboarding). The four families need nothing from each
+  // other, and only the users and cloud ones the admin's token: seeded side by side (password hashes
+  // on the thread pool, the store's statements interleaved), each marked when done.
+  const signIn = call('POST', '/api/auth', { name: credentials.admin.name, password: credentials.admin.password }).then((answer) => {
+    mark('admin');
+    return answer.accessToken as string;
+  });
+  const users = async (adminToken: string) => {
     const signInExample = requestExample('users', '/api/auth', 'post') as { name: string; password: string };
     const createExample = requestExample('users', '/api/users', 'post');
     const updateExample = requestExample('users', '/api/users/{id}', 'put');
@@ -155,7 +158,7 @@ export async function seed(baseUrl: string, credentials: Credentials, mark: (ste
     return routeId;
   };
   // Cloud API: the default project, two instances, a service account and its key.
-  const cloud = async () => {
+  const cloud = async (adminToken: string) => {
     const projects = (await rpc('cloud.iam.v1.ProjectService/List', {}, adminToken)).items as Array<{ metadata: { id: string; name: string } }>;
     const projectId = (projects.find((project) => project.metadata.name === 'default') ?? projects[0])!.metadata.id;
     const instanceOperations = await Promise.all(
@@ -186,7 +189,13 @@ export async function seed(baseUrl: string, credentials: Credentials, mark: (ste
     mark('cloud');
     return { projectId, instanceIds, serviceAccountId, keyFile };
   };
-  const [seededUsers, seededPublishing, routeId, seededCloud] = await Promise.all([users(), publishing(), webhooks(), cloud()]);
+  const [seededUsers, seededPublishing, routeId, seededCloud, adminToken] = await Promise.all([
+    signIn.then(users),
+    publishing(),
+    webhooks(),
+    signIn.then(cloud),
+    signIn,
+  ]);
   return {
     admin: { ...credentials.admin, token: adminToken },
     superuser: { ...credentials.superuser, token: seededPublishing.superuserToken },

@@ -336,3 +336,38 @@ describe('the packed sandbox', () => {
     expect(after.body.map((user: { name: string }) => user.name).sort()).toEqual(['admin', 'alice', 'bob']);
   });
 });
+
+test(
+  "killing npx (a script's `kill %1`) stops the sandbox it started: the port is freed, nothing keeps running",
+  async () => {
+    // Not detached: the signal goes to npx alone, as a shell's `kill %1` sends it. npx runs the bin
+    // through `sh -c`; that shell dies with npx, and the sandbox is left without its parent.
+    const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], { cwd: folder, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        const ready = /ready on (http:\/\/\S+)/.exec(output);
+        if (ready) resolve(ready[1]!);
+      });
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('exit', (code) => reject(new Error(`the sandbox exited (${code}) before it was ready:\n${output}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const npxGone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await npxGone;
+    // The sandbox notices within its check interval and closes; its port then refuses connections.
+    const started = performance.now();
+    let refused = false;
+    while (!refused && performance.now() - started < budget(15_000)) {
+      refused = await fetch(`${url}/healthz`).then(
+        () => false,
+        () => true,
+      );
+      if (!refused) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect({ refused, output }).toMatchObject({ refused: true });
+  },
+  budget(60_000),
+);
