@@ -11,7 +11,7 @@
  * largest file of each is the main thread's).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { create, equals, toBinary } from '@bufbuild/protobuf';
@@ -22,6 +22,7 @@ import { GetInstanceRequestSchema, InstanceService } from '../generated/proto/cl
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { processCpuMs } from './process-cpu.js';
 import { median } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -31,7 +32,6 @@ const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const TARGET = 0.7;
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
 if (!existsSync('/usr/bin/h2load')) {
   console.error('bench:grpc needs h2load: apt-get install -y nghttp2-client');
@@ -98,9 +98,9 @@ try {
   writeFileSync(bodyFile, envelope);
   /** Calls per second, and the server's CPU time per call (user + system, from /proc): steadier than throughput on a shared machine. */
   const measure = (server: Server, seconds: number) => {
-    const before = cpuMicros(server.pid);
+    const before = processCpuMs(server.pid) * 1000;
     const { rate, calls } = h2load(server.port, bodyFile, token, seconds);
-    return { rate, cpu: (cpuMicros(server.pid) - before) / calls };
+    return { rate, cpu: (processCpuMs(server.pid) * 1000 - before) / calls };
   };
   const load = (server: Server, seconds: number) => measure(server, seconds).rate;
 
@@ -188,13 +188,6 @@ function h2load(port: number, bodyFile: string, token: string, seconds: number):
     throw new Error(`not every call succeeded:\n${output}`);
   }
   return { rate: Number(rate), calls: Number(/(\d+) succeeded/.exec(output)?.[1] ?? 1) };
-}
-
-/** CPU time (user + system) a process has used so far, in microseconds (Linux /proc). */
-function cpuMicros(pid: number): number {
-  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
 }
 
 async function expectInstance(name: string, port: number, token: string, id: string, expected: Instance): Promise<void> {

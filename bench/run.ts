@@ -22,11 +22,12 @@
  * a CPU profile of the full server (node --cpu-prof) there.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { processCpuMs } from './process-cpu.js';
 import { ADMIN_URL, CONNECTIONS, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrkRun, type WrkResult } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -35,8 +36,6 @@ const PIN_WRK = ['taskset', '-c', '1'];
 const RATIO_TARGET = 0.85;
 const PGLITE_RPS_TARGET = 3000;
 const PGLITE_P99_TARGET_MS = 20;
-/** Clock ticks per second of /proc's CPU times. */
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 const { values: options } = parseArgs({ options: { store: { type: 'string', default: 'both' } } });
 const stores = options.store === 'both' ? ['postgres', 'pglite'] : [options.store];
@@ -151,17 +150,10 @@ interface Run extends WrkResult {
 }
 
 function timedRun(server: Child, path: string, token: string): Run {
-  const before = cpuMillis(server.pid);
+  const before = processCpuMs(server.pid);
   const result = wrkRun(server.port, path, token, SECONDS, PIN_WRK);
-  const used = cpuMillis(server.pid) - before;
+  const used = processCpuMs(server.pid) - before;
   return { ...result, cpuMicros: (used * 1000) / Math.max(1, result.rps * SECONDS) };
-}
-
-/** A process's CPU time so far, in ms (fields 14 and 15 of /proc/<pid>/stat; the name in field 2 may hold spaces). */
-function cpuMillis(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 
 function medians(runs: WrkResult[]): WrkResult & { runs: WrkResult[] } {

@@ -16,12 +16,13 @@
  * bin/cfs.js ran before), beside an empty `node -e 0`; target < 300 ms of CPU for the first two. `BENCH_ONLY=server|cfs` runs one half.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { processCpuMs } from './process-cpu.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const MAIN = process.env.BENCH_MAIN ?? join(ROOT, 'dist/src/main.js');
@@ -64,9 +65,7 @@ function readyzStatus(port: number): Promise<number | undefined> {
 /** CPU time (user + system) a process has used so far, from /proc (Linux; undefined elsewhere). */
 function cpuMs(pid: number | undefined): number | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return pid === undefined ? undefined : processCpuMs(pid);
   } catch {
     return undefined;
   }

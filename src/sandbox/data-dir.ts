@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '../store/data-dir-lock.js';
 
 /**
  * The sandbox's store lives in a private scratch directory made for one start (issue 32: ready in
@@ -34,16 +35,6 @@ const PREFIX = 'cfs-server-sandbox-';
 /** The file in a scratch directory naming the process that made it. */
 const OWNER = 'owner.pid';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, only not ours to signal.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Removes the scratch directories that sandboxes killed without an exit handler (SIGKILL, the OOM
  * killer, a power cut) left in `parent`: those whose owner process is gone. A directory with no owner
@@ -64,7 +55,7 @@ export function sweepStaleScratch(parent: string): string[] {
     } catch {
       continue;
     }
-    if (!Number.isSafeInteger(pid) || pid <= 0 || alive(pid)) continue;
+    if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
     rmSync(join(parent, name), { recursive: true, force: true });
     removed.push(name);
   }

@@ -186,7 +186,8 @@ function readPid(path: string): number | undefined {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : 0;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (ours to signal or another user's); 0 never does. */
+export function isAlive(pid: number): boolean {
   if (pid === 0) return false;
   try {
     process.kill(pid, 0);

@@ -91,8 +91,23 @@ beforeAll(async () => {
     maxBuffer: 16 * 1024 * 1024,
   });
   // Its own process group: npx runs the bin in a child, and the whole group is stopped at the end.
-  const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], { cwd: folder, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  server = child;
+  const started = await startSandbox({ detached: true });
+  server = started.child;
+  readyLine = started.output.split('\n')[0] ?? '';
+  seeded = JSON.parse(readFileSync(started.statePath, 'utf8')) as Seeded;
+}, budget(240_000));
+
+/**
+ * `npx cfs-server sandbox --port 0` in the installed folder, once its start-up lines are out: its
+ * output so far and the state file it names (sandbox.json: the seeded ids and tokens).
+ */
+async function startSandbox(options: { detached: boolean }): Promise<{ child: ChildProcess; output: string; statePath: string }> {
+  const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], {
+    cwd: folder,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached,
+  });
   let output = '';
   const statePath = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -103,9 +118,8 @@ beforeAll(async () => {
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('exit', (code) => reject(new Error(`the sandbox exited (${code}) before it was ready:\n${output}`)));
   });
-  readyLine = output.split('\n')[0] ?? '';
-  seeded = JSON.parse(readFileSync(statePath, 'utf8')) as Seeded;
-}, budget(240_000));
+  return { child, output, statePath };
+}
 
 afterAll(async () => {
   if (server && server.exitCode === null) {
@@ -342,17 +356,8 @@ test(
   async () => {
     // Not detached: the signal goes to npx alone, as a shell's `kill %1` sends it. npx runs the bin
     // through `sh -c`; that shell dies with npx, and the sandbox is left without its parent.
-    const child = spawn('npx', ['cfs-server', 'sandbox', '--port', '0'], { cwd: folder, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout!.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        const ready = /ready on (http:\/\/\S+)/.exec(output);
-        if (ready) resolve(ready[1]!);
-      });
-      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.on('exit', (code) => reject(new Error(`the sandbox exited (${code}) before it was ready:\n${output}`)));
-    });
+    const { child, output, statePath } = await startSandbox({ detached: false });
+    const { url } = JSON.parse(readFileSync(statePath, 'utf8')) as Seeded;
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const npxGone = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
