@@ -11,9 +11,9 @@
  * largest file of each is the main thread's).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { create, equals, toBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
@@ -22,12 +22,11 @@ import { GetInstanceRequestSchema, InstanceService } from '../generated/proto/cl
 import { OperationService } from '../generated/proto/cloud/common/v1/operation_service_pb.js';
 import { ProjectService } from '../generated/proto/cloud/iam/v1/project_service_pb.js';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { buildServer, compiledServerArgs } from './compiled-server.js';
 import { processCpuMs } from './process-cpu.js';
 import { median } from './users-read.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-/** Inside the repository (ignored by git), so the build finds node_modules and contracts/ above it. */
-const BUILD_DIR = join(ROOT, '.tmp/bench-grpc-build');
 const ADMIN_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -42,22 +41,13 @@ const progress = (line: string) => console.log(`[bench:grpc] ${line}`);
 const database = await scratchDatabase(ADMIN_URL, 'bench_grpc');
 const children: ChildProcess[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'bench-grpc-'));
+const buildDir = buildServer();
 let missed = false;
 try {
   const env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'silent', PORT: '0', COMPUTE_WORK_MS: '10' };
   const profile = (name: string) => (process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE_DIR, name)}`] : []);
-  // The full server runs compiled, as `npm start` ships it (swc, scripts/build.mjs), from a private
-  // build: tsx's transform wraps every function made per call in a naming helper production never runs.
-  progress(`building the server into ${relative(ROOT, BUILD_DIR)}`);
-  execFileSync(process.execPath, ['scripts/build.mjs', '--out', BUILD_DIR], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   progress('starting the full server');
-  const fullServer = `
-    const { build } = await import(${JSON.stringify(join(BUILD_DIR, 'src/server/build.js'))});
-    const { loadConfig } = await import(${JSON.stringify(join(BUILD_DIR, 'src/config.js'))});
-    const app = await build(loadConfig());
-    process.stdout.write('listening ' + (await app.listen(0, '127.0.0.1')) + '\\n');
-    process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));`;
-  const full = await startChild([...profile('full'), '--input-type=module', '--eval', fullServer], env);
+  const full = await startChild([...profile('full'), ...compiledServerArgs(buildDir)], env);
   const token = await signIn(full.port);
   const headers = { authorization: `Bearer ${token}` };
   const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${full.port}` });
@@ -152,6 +142,8 @@ try {
   // Give profiled children time to write their profiles.
   await new Promise((resolve) => setTimeout(resolve, process.env.BENCH_PROFILE_DIR ? 2000 : 300));
   await database.drop();
+  rmSync(buildDir, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
 }
 process.exit(missed ? 1 : 0);
 

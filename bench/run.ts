@@ -21,12 +21,13 @@
  * target missed. BENCH_SECONDS (5), BENCH_ROUNDS (5), BENCH_CONNECTIONS (32); BENCH_PROFILE_DIR writes
  * a CPU profile of the full server (node --cpu-prof) there.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { buildServer, compiledServerArgs } from './compiled-server.js';
 import { processCpuMs } from './process-cpu.js';
 import { ADMIN_URL, CONNECTIONS, median, prepareUser, requireWrk, ROUNDS, SECONDS, wrkRun, type WrkResult } from './users-read.js';
 
@@ -169,31 +170,12 @@ function report(result: WrkResult & { runs?: WrkResult[] }): string {
   return `${result.rps.toFixed(0).padStart(7)} req/s   p99 ${result.p99Ms.toFixed(1).padStart(5)} ms   (medians; runs: ${runs})`;
 }
 
-/** Builds the sources as `npm run build` does, into a directory of this run (node_modules resolves from inside the repository). */
-function buildServer(): string {
-  const cache = join(ROOT, 'node_modules/.cache');
-  mkdirSync(cache, { recursive: true });
-  const dir = mkdtempSync(join(cache, 'cfs-bench-build-'));
-  console.log(`building the server into ${dir}`);
-  execFileSync(process.execPath, ['scripts/build.mjs', '--out', dir], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  return dir;
-}
-
 /** The node arguments of the full server: the build (as bench/full-server.ts does with the sources), or the sources under tsx. */
 function fullServerArgs(store: string): string[] {
   const dir = process.env.BENCH_PROFILE_DIR;
   const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, store)}`] : [];
   if (!buildDir) return ['--import', 'tsx', ...profile, 'bench/full-server.ts'];
-  const source = `
-    const [dir] = process.argv.slice(1);
-    const { build } = await import(dir + '/src/server/build.js');
-    const { loadConfig } = await import(dir + '/src/config.js');
-    const app = await build(loadConfig());
-    const port = await app.listen(0, '127.0.0.1');
-    process.stdout.write('listening ' + port + '\\n');
-    process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
-  `;
-  return [...profile, '--input-type=module', '-e', source, buildDir];
+  return [...profile, ...compiledServerArgs(buildDir)];
 }
 
 /** With BENCH_PROFILE_DIR, the raw baseline is profiled too, into `<dir>/<store>-raw`, to compare with the full server's. */

@@ -14,6 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../src/store/database.js';
 import { scratchDatabase } from '../scripts/support/fresh-store.js';
+import { buildServer, compiledServerArgs } from './compiled-server.js';
+import { processCpuMs } from './process-cpu.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -26,6 +28,7 @@ if (!existsSync('/usr/bin/wrk')) {
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
+const buildDir = buildServer();
 const payload = JSON.stringify({ event: 'bench', data: 'x'.repeat(1024 - 30) }).slice(0, 1024);
 const body = payload.length < 1024 ? payload.replace('"}', `${'y'.repeat(1024 - payload.length)}"}`) : payload;
 const script = join(scratch, 'post.lua');
@@ -57,21 +60,21 @@ try {
   const measureBaseline = async (when: string) => {
     const raw = await startChild(['--import', 'tsx', 'bench/raw-webhook-server.ts'], env);
     wrk(raw.port, '/', 2);
-    const result = wrk(raw.port, '/', SECONDS);
+    const result = wrk(raw.port, '/', SECONDS, raw.child.pid);
     await stopChild(raw.child);
-    console.log(`[raw node:http, ${when}] ${result.rps.toFixed(0)} req/s, p99 ${result.p99}`);
+    console.log(`[raw node:http, ${when}] ${result.rps.toFixed(0)} req/s, p99 ${result.p99}, ${result.cpuUs.toFixed(0)} µs CPU per request`);
     return result;
   };
   const baselineBefore = await measureBaseline('before');
 
   const profile = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const full = await startChild([...profile, '--import', 'tsx', 'bench/full-server.ts'], env);
+  const full = await startChild([...profile, ...compiledServerArgs(buildDir)], env);
   const created = await fetch(`http://127.0.0.1:${full.port}/routes`, { method: 'POST' });
   const { routeId } = (await created.json()) as { routeId: string };
   const warm = wrk(full.port, `/${routeId}`, 2);
   console.log(`[capture, warm-up 2 s] ${warm.rps.toFixed(0)} req/s`);
-  const capture = wrk(full.port, `/${routeId}`, SECONDS);
-  console.log(`[capture, ${SECONDS} s] ${capture.rps.toFixed(0)} req/s, p50 ${capture.p50}, p99 ${capture.p99}`);
+  const capture = wrk(full.port, `/${routeId}`, SECONDS, full.child.pid);
+  console.log(`[capture, ${SECONDS} s] ${capture.rps.toFixed(0)} req/s, p50 ${capture.p50}, p99 ${capture.p99}, ${capture.cpuUs.toFixed(0)} µs CPU per request`);
   // Graceful stop: the capture writer flushes, so what was acknowledged must be in the store now.
   await stopChild(full.child);
 
@@ -94,6 +97,9 @@ try {
     `  capture (stored, acked)      ${capture.rps.toFixed(0).padStart(7)} req/s   ratio ${(capture.rps / baseline.rps).toFixed(2)}   target ${TARGET} req/s`,
   );
   console.log(`  latency p50 ${capture.p50}  p99 ${capture.p99}`);
+  // Less moved by other work on the machine than throughput: the server's own CPU per request.
+  const cpuRatio = Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs) / capture.cpuUs;
+  console.log(`  server CPU per request: raw ${Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs).toFixed(0)} µs, capture ${capture.cpuUs.toFixed(0)} µs, raw/capture ${cpuRatio.toFixed(2)}`);
   console.log(`  2xx answers ${acknowledged}, non-2xx ${warm.non2xx + capture.non2xx}, rows stored ${stored}, lost ${lost}`);
   if (lost > 0 || stored > acknowledged + 2 * CONNECTIONS || warm.non2xx + capture.non2xx > 0) {
     console.error('FAIL: stored captures do not match the acknowledged requests');
@@ -109,17 +115,21 @@ try {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   await database?.drop();
   rmSync(scratch, { recursive: true, force: true });
+  rmSync(buildDir, { recursive: true, force: true });
 }
 
 interface WrkResult {
   rps: number;
+  /** The server's CPU time (user + system) per request of the run, in µs (NaN without a pid). */
+  cpuUs: number;
   ok: number;
   non2xx: number;
   p50: string;
   p99: string;
 }
 
-function wrk(port: number, path: string, seconds: number): WrkResult {
+function wrk(port: number, path: string, seconds: number, pid?: number): WrkResult {
+  const cpuBefore = pid === undefined ? NaN : processCpuMs(pid);
   const output = execFileSync(
     'taskset',
     ['-c', '1', 'wrk', '-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, `http://127.0.0.1:${port}${path}`],
@@ -129,8 +139,10 @@ function wrk(port: number, path: string, seconds: number): WrkResult {
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
   const errors = /Socket errors: (.*)/.exec(output)?.[1];
   if (errors) console.warn(`  wrk socket errors: ${errors}`);
+  const cpuMs = pid === undefined ? NaN : processCpuMs(pid) - cpuBefore;
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? 0),
+    cpuUs: (cpuMs * 1000) / Math.max(1, total),
     ok: total - non2xx,
     non2xx,
     p50: /50%\s+(\S+)/.exec(output)?.[1] ?? '?',

@@ -177,26 +177,26 @@ export class WebhookRepository {
     // The captures go as 15 array parameters unnested in SQL: the statement text is the same for every
     // batch, and PostgreSQL parses arrays in C. Bodies travel as hex (`\x…`, parsed by byteain):
     // PGlite serialises a Buffer parameter byte by byte in JavaScript, several times slower.
-    const columns: Array<Array<string | null>> = Array.from({ length: 15 }, () => []);
+    // Each column is built as its array literal's elements: a value with no quote or backslash (ids,
+    // times, hex) is quoted as it is, without a scan-and-replace over its bytes.
+    const columns: string[][] = Array.from({ length: 15 }, () => []);
     for (const record of records) {
-      const values = [
-        record.id,
-        record.routeId,
-        record.receivedAt.toISOString(),
-        record.method,
-        record.path,
-        record.query,
-        JSON.stringify(record.headers),
-        record.contentType,
-        String(record.size),
-        String(record.truncated),
-        `\\x${record.body.toString('hex')}`,
-        record.remoteAddress,
-        record.httpVersion,
-        record.signature ? JSON.stringify(record.signature) : null,
-        record.proxyChain ? record.proxyChain.join(',') : null,
-      ];
-      values.forEach((value, index) => columns[index]!.push(value));
+      columns[0]!.push(quoted(record.id));
+      columns[1]!.push(quoted(record.routeId));
+      columns[2]!.push(quoted(record.receivedAt.toISOString()));
+      columns[3]!.push(quoted(record.method));
+      columns[4]!.push(quoted(record.path));
+      columns[5]!.push(quoted(record.query));
+      columns[6]!.push(quoted(JSON.stringify(record.headers)));
+      columns[7]!.push(nullableQuoted(record.contentType));
+      columns[8]!.push(String(record.size));
+      columns[9]!.push(String(record.truncated));
+      // `\x…`: one backslash, escaped, before hex digits that need none.
+      columns[10]!.push(`"\\\\x${record.body.toString('hex')}"`);
+      columns[11]!.push(quoted(record.remoteAddress));
+      columns[12]!.push(quoted(record.httpVersion));
+      columns[13]!.push(record.signature ? quoted(JSON.stringify(record.signature)) : 'NULL');
+      columns[14]!.push(record.proxyChain ? quoted(record.proxyChain.join(',')) : 'NULL');
     }
     const result = await this.knex.raw(
       `WITH v AS (
@@ -220,7 +220,7 @@ export class WebhookRepository {
        )
        SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
        FROM ins JOIN counted ON counted.id = ins.route_id`,
-      [...columns.map(nullableArrayLiteral), WEBHOOK_CHANNEL],
+      [...columns.map((elements) => `{${elements.join(',')}}`), WEBHOOK_CHANNEL],
     );
     const rows = rowsOf<{ id: string; route_id: string; seq: number; request_count: number }>(result);
     const liveRoutes = new Set<string>();
@@ -394,14 +394,19 @@ function rowsOf<Row>(result: unknown): Row[] {
   return ((result as { rows?: Row[] }).rows ?? []) as Row[];
 }
 
-/** A PostgreSQL array literal whose null elements are SQL NULL. */
-function nullableArrayLiteral(values: ReadonlyArray<string | null>): string {
-  return `{${values.map((value) => (value === null ? 'NULL' : `"${value.replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
-}
-
 /** A PostgreSQL array literal of text elements, bound as one parameter on both drivers. */
 function arrayLiteral(values: readonly string[]): string {
-  return `{${values.map((value) => `"${value.replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
+  return `{${values.map(quoted).join(',')}}`;
+}
+
+/** One quoted element of an array literal: `"` and `\` escaped (most values have neither, and are not rewritten). */
+function quoted(value: string): string {
+  return value.includes('"') || value.includes('\\') ? `"${value.replace(/["\\]/g, '\\$&')}"` : `"${value}"`;
+}
+
+/** A quoted element, or SQL NULL. */
+function nullableQuoted(value: string | null): string {
+  return value === null ? 'NULL' : quoted(value);
 }
 
 function toDate(value: Date | string): Date {

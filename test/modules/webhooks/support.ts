@@ -15,9 +15,12 @@ export function rawRequest(url: string, method: string, headers: Array<[string, 
   return new Promise((resolve, reject) => {
     // With raw header lines node adds none of its own, so Host goes first as a client would send it.
     const has = (wanted: string) => headers.some(([name]) => name.toLowerCase() === wanted);
-    const lines = has('host') ? [...headers] : [['Host', new URL(url).host], ...headers];
+    const { host, hostname, port, origin } = new URL(url);
+    const lines = has('host') ? [...headers] : [['Host', host], ...headers];
     if (body !== undefined && !has('content-length') && !has('transfer-encoding')) lines.push(['Content-Length', String(Buffer.byteLength(body))]);
-    const request = http.request(url, { method, headers: lines.flat(), agent: false }, (response) => {
+    // The target is sent as written (a URL would percent-encode or rewrite some of its characters).
+    const path = url.slice(origin.length) || '/';
+    const request = http.request({ hostname, port, path, method, headers: lines.flat(), agent: false }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));

@@ -122,6 +122,25 @@ describe('capture', () => {
     expect(captured.headers[0][0]).toBe('Host');
   });
 
+  test('quotes, backslashes, braces and commas in the path, query, headers and content type are stored as sent', async () => {
+    // Each column travels inside a PostgreSQL array literal (one statement per batch): these are its metacharacters.
+    const { routeId } = await createRoute(server);
+    const awkward = `a"b\\c{d},e\\"f NULL`;
+    const sent: Array<[string, string]> = [
+      ['Content-Type', `text/plain; note="${awkward}"`],
+      ['X-Awkward', awkward],
+      ['X-Backslashes', '\\\\\\'],
+    ];
+    const target = `/${routeId}/p%22q%5Cr{s},t?x=%22%5C&y=a"b\\c`;
+    expect((await rawRequest(`${server.url}${target}`, 'POST', sent, Buffer.from('\\x41"'))).status).toBe(200);
+    const [captured] = (await inspect(routeId)).items;
+    expect(captured.path).toBe(`/${routeId}/p%22q%5Cr{s},t`);
+    expect(captured.query).toBe('x=%22%5C&y=a"b\\c');
+    expect(captured.contentType).toBe(`text/plain; note="${awkward}"`);
+    expect(captured.headers.filter(([name]: [string]) => name !== 'Host' && name !== 'Content-Length' && name !== 'Connection')).toEqual(sent);
+    expect(Buffer.from(captured.bodyBase64, 'base64').toString()).toBe('\\x41"');
+  });
+
   test('a body above WEBHOOK_MAX_BODY is stored cut at the limit, with its full size and truncated: true', async () => {
     const { routeId } = await createRoute(server);
     const body = Buffer.alloc(MAX_BODY * 3, 'a');
