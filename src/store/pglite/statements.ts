@@ -291,8 +291,10 @@ export class PgliteStatements {
     return oldest![0];
   }
 
-  private serialised(value: unknown, oid: number | undefined): string | null {
+  /** Bytes go as a binary parameter (as node-postgres sends a Buffer); everything else as PGlite's serializer for the type writes it. */
+  private serialised(value: unknown, oid: number | undefined): string | Uint8Array | null {
     if (value === null || value === undefined) return null;
+    if (value instanceof Uint8Array) return value;
     const serializer = oid === undefined ? undefined : this.pglite.serializers[oid];
     return serializer ? serializer(value) : String(value);
   }

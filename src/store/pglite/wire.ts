@@ -44,29 +44,47 @@ export function firstResult(replies: readonly BackendMessage[], parsers: Parsers
 }
 
 /**
- * A Bind message of the unnamed portal (text parameters and results), encoded by Buffer in C++:
- * PGlite's serializer measures and copies each string in JavaScript, a few percent of a capture
- * batch's time with its ~2 KB hex bodies.
+ * A Bind message of the unnamed portal (text results), encoded by Buffer in C++: PGlite's serializer
+ * measures and copies each string in JavaScript, a few percent of a capture batch's time. A string
+ * is a text parameter; bytes are a binary one (the type's own receive format, e.g. a `bytea[]`
+ * array, src/store/binary-array.ts), as node-postgres sends a Buffer, so the two drivers agree.
  */
-export function bindMessage(statement: string, values: ReadonlyArray<string | null>): Uint8Array {
+export function bindMessage(statement: string, values: ReadonlyArray<string | Uint8Array | null>): Uint8Array {
+  let binary = false;
   let length = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2;
-  for (const value of values) length += 4 + (value === null ? 0 : Buffer.byteLength(value));
+  for (const value of values) {
+    if (value === null) length += 4;
+    else if (typeof value === 'string') length += 4 + Buffer.byteLength(value);
+    else {
+      length += 4 + value.length;
+      binary = true;
+    }
+  }
+  // Format codes: none (every parameter text), or one per parameter when any is binary.
+  if (binary) length += 2 * values.length;
   const message = Buffer.allocUnsafe(1 + length);
   let offset = message.writeUInt8(0x42, 0);
   offset = message.writeInt32BE(length, offset);
   offset = message.writeUInt8(0, offset); // the unnamed portal
   offset += message.write(statement, offset);
   offset = message.writeUInt8(0, offset);
-  offset = message.writeInt16BE(0, offset); // every parameter in text format
+  if (binary) {
+    offset = message.writeInt16BE(values.length, offset);
+    for (const value of values) offset = message.writeInt16BE(value !== null && typeof value !== 'string' ? 1 : 0, offset);
+  } else offset = message.writeInt16BE(0, offset);
   offset = message.writeInt16BE(values.length, offset);
   for (const value of values) {
     if (value === null) {
       offset = message.writeInt32BE(-1, offset);
-    } else {
+    } else if (typeof value === 'string') {
       const start = offset + 4;
       const written = message.write(value, start);
       message.writeInt32BE(written, offset);
       offset = start + written;
+    } else {
+      offset = message.writeInt32BE(value.length, offset);
+      message.set(value, offset);
+      offset += value.length;
     }
   }
   message.writeInt16BE(0, offset); // every result column in text format

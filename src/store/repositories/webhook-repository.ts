@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { VerifyConfig } from '../../engines/webhook-signature/index.js';
 import type { CapturedRecord, HeaderLine, StoredSignatureCheck } from './webhook-records.js';
 import { capturedEventSql, encodeWebhookEvent, WEBHOOK_CHANNEL } from './webhook-events.js';
+import { binaryArray, binaryJsonb, BYTEA_OID, JSONB_OID } from '../binary-array.js';
 
 /** What a route answers to senders; null fields mean the default answer. */
 export interface RouteResponseConfig {
@@ -175,11 +176,13 @@ export class WebhookRepository {
    */
   async storeBatch(records: readonly CapturedRecord[], maxPerRoute: number): Promise<BatchResult> {
     // The captures go as 15 array parameters unnested in SQL: the statement text is the same for every
-    // batch, and PostgreSQL parses arrays in C. Bodies travel as hex (`\x…`, parsed by byteain):
-    // PGlite serialises a Buffer parameter byte by byte in JavaScript, several times slower.
-    // Each column is built as its array literal's elements: a value with no quote or backslash (ids,
-    // times, hex) is quoted as it is, without a scan-and-replace over its bytes.
+    // batch. Bodies and header lines travel as binary arrays (src/store/binary-array.ts): their bytes
+    // as they are, where an array literal would need the body in hex and every quote in the header
+    // JSON escaped, by JavaScript, and parsed back by PostgreSQL. The other columns are short text in
+    // array literals; a value with no quote or backslash (ids, times) is quoted without a rewrite.
     const columns: string[][] = Array.from({ length: 15 }, () => []);
+    const bodies: Buffer[] = [];
+    const headers: Buffer[] = [];
     for (const record of records) {
       columns[0]!.push(quoted(record.id));
       columns[1]!.push(quoted(record.routeId));
@@ -187,17 +190,19 @@ export class WebhookRepository {
       columns[3]!.push(quoted(record.method));
       columns[4]!.push(quoted(record.path));
       columns[5]!.push(quoted(record.query));
-      columns[6]!.push(quoted(JSON.stringify(record.headers)));
+      headers.push(binaryJsonb(JSON.stringify(record.headers)));
       columns[7]!.push(nullableQuoted(record.contentType));
       columns[8]!.push(String(record.size));
       columns[9]!.push(String(record.truncated));
-      // `\x…`: one backslash, escaped, before hex digits that need none.
-      columns[10]!.push(`"\\\\x${record.body.toString('hex')}"`);
+      bodies.push(record.body);
       columns[11]!.push(quoted(record.remoteAddress));
       columns[12]!.push(quoted(record.httpVersion));
       columns[13]!.push(record.signature ? quoted(JSON.stringify(record.signature)) : 'NULL');
       columns[14]!.push(record.proxyChain ? quoted(record.proxyChain.join(',')) : 'NULL');
     }
+    const parameters: Array<string | Buffer> = columns.map((elements) => `{${elements.join(',')}}`);
+    parameters[6] = binaryArray(JSONB_OID, headers);
+    parameters[10] = binaryArray(BYTEA_OID, bodies);
     const result = await this.knex.raw(
       `WITH v AS (
          SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[], ?::text[])
@@ -220,7 +225,7 @@ export class WebhookRepository {
        )
        SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
        FROM ins JOIN counted ON counted.id = ins.route_id`,
-      [...columns.map((elements) => `{${elements.join(',')}}`), WEBHOOK_CHANNEL],
+      [...parameters, WEBHOOK_CHANNEL],
     );
     const rows = rowsOf<{ id: string; route_id: string; seq: number; request_count: number }>(result);
     const liveRoutes = new Set<string>();
