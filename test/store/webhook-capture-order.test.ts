@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Database } from '../../src/store/database.js';
 import { decodeWebhookEvent, WEBHOOK_CHANNEL } from '../../src/store/repositories/webhook-events.js';
-import { WebhookRepository, type BatchResult } from '../../src/store/repositories/webhook-repository.js';
+import { WebhookRepository } from '../../src/store/repositories/webhook-repository.js';
 import type { CapturedRecord } from '../../src/store/repositories/webhook-records.js';
 import { openTestDatabase } from '../support/app.js';
 import { budget } from '../support/budget.js';
@@ -76,7 +76,9 @@ onPostgres('capture sequence numbers and commit order', () => {
     // for the first batch's row lock (and takes its seq after that batch committed).
     await until(async () => freeCommitted || (await waitingLocks('row')) > 0);
     await gate.query('SELECT pg_advisory_unlock($1)', [GATE]);
-    const [heldSeq, freeSeq] = [seqOf(await held), seqOf(await free)];
+    expect([(await held).stored, (await free).stored]).toEqual([1, 1]);
+    const seqs = new Map((await repository.capturesAfter(routeId, 0, 10)).map((stored) => [stored.path, stored.seq]));
+    const [heldSeq, freeSeq] = [seqs.get('/held')!, seqs.get('/free')!];
     await until(async () => notified.length >= 2);
 
     expect(notified).toEqual([heldSeq, freeSeq]);
@@ -115,12 +117,6 @@ function capture(routeId: string, path: string): CapturedRecord {
     remoteAddress: '127.0.0.1',
     httpVersion: '1.1',
   };
-}
-
-function seqOf(result: BatchResult): number {
-  const [stored] = result.stored;
-  if (!stored) throw new Error('the capture was not stored');
-  return stored.seq;
 }
 
 /** Polls `condition` until it holds; fails after a load-scaled bound. */

@@ -128,7 +128,7 @@ export class CaptureWriter {
       return;
     }
     if (this.batchObservers.length > 0) {
-      const committed: CommittedBatch = { size: batch.length, stored: result.stored.length, truncated: 0, dropped: result.dropped };
+      const committed: CommittedBatch = { size: batch.length, stored: result.stored, truncated: 0, dropped: result.dropped };
       for (const pending of batch) if (pending.record.truncated && result.liveRoutes.has(pending.record.routeId)) committed.truncated++;
       for (const observe of this.batchObservers) observe(committed);
     }

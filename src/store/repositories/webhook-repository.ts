@@ -52,7 +52,8 @@ export interface CapturePlan {
 /** What one group commit did: which routes were live (their captures stored) and the new rows. */
 export interface BatchResult {
   liveRoutes: Set<string>;
-  stored: Array<{ id: string; routeId: string; seq: number }>;
+  /** How many captures were stored (those of live routes). */
+  stored: number;
   /** Older captures deleted to keep routes within WEBHOOK_MAX_REQUESTS. */
   dropped: number;
 }
@@ -218,23 +219,26 @@ export class WebhookRepository {
          SELECT v.id, v.route_id, v.received_at, v.method, v.path, v.query, v.headers, v.content_type, v.size, v.truncated, v.body, v.remote_address, v.http_version, v.signature, v.proxy_chain
          FROM v JOIN counted ON counted.id = v.route_id
          ORDER BY v.ord
-         RETURNING id, route_id, seq
+         RETURNING route_id, seq
+       ), stored AS (
+         SELECT route_id, count(*)::int AS n, string_agg(seq::text, ',' ORDER BY seq) AS seqs FROM ins GROUP BY route_id
        ), notified AS (
-         SELECT pg_notify(?, ${capturedEventSql('route_id', 'seqs')})
-         FROM (SELECT route_id, string_agg(seq::text, ',' ORDER BY seq) AS seqs FROM ins GROUP BY route_id) AS stored
+         SELECT pg_notify(?, ${capturedEventSql('route_id', 'seqs')}) FROM stored
        )
-       SELECT ins.id, ins.route_id, ins.seq, counted.request_count, (SELECT count(*) FROM notified) AS notified
-       FROM ins JOIN counted ON counted.id = ins.route_id`,
+       SELECT stored.route_id, stored.n, counted.request_count, (SELECT count(*) FROM notified) AS notified
+       FROM stored JOIN counted ON counted.id = stored.route_id`,
       [...parameters, WEBHOOK_CHANNEL],
     );
-    const rows = rowsOf<{ id: string; route_id: string; seq: number; request_count: number }>(result);
+    // One row per live route of the batch (not per capture: the answer is parsed in JavaScript).
+    const rows = rowsOf<{ route_id: string; n: number; request_count: number | string }>(result);
     const liveRoutes = new Set<string>();
     const overCap = new Map<string, number>();
-    const stored = rows.map((stored) => {
-      liveRoutes.add(stored.route_id);
-      if (Number(stored.request_count) > maxPerRoute) overCap.set(stored.route_id, Number(stored.request_count) - maxPerRoute);
-      return { id: stored.id, routeId: stored.route_id, seq: Number(stored.seq) };
-    });
+    let stored = 0;
+    for (const row of rows) {
+      liveRoutes.add(row.route_id);
+      stored += Number(row.n);
+      if (Number(row.request_count) > maxPerRoute) overCap.set(row.route_id, Number(row.request_count) - maxPerRoute);
+    }
     let dropped = 0;
     for (const [routeId, excess] of overCap) {
       await this.evictOldest(routeId, excess);

@@ -29,7 +29,7 @@ function controlledStore() {
     new Promise<BatchResult>((resolve) => {
       batches.push(records.map((item) => item.id));
       commits.push(() =>
-        resolve({ liveRoutes: new Set(records.filter((item) => item.routeId === 'live').map((item) => item.routeId)), stored: [], dropped: 0 }),
+        resolve({ liveRoutes: new Set(records.filter((item) => item.routeId === 'live').map((item) => item.routeId)), stored: records.filter((item) => item.routeId === 'live').length, dropped: 0 }),
       );
     });
   return { batches, commits, store };
@@ -108,7 +108,7 @@ describe('CaptureWriter', () => {
     const writer = new CaptureWriter({
       store: async (records) => {
         stored.push(...records.map((item) => item.id));
-        return { liveRoutes: new Set(['live']), stored: [], dropped: 0 };
+        return { liveRoutes: new Set(['live']), stored: records.length, dropped: 0 };
       },
       batchMs: 60_000,
       batchRows: 100,
@@ -131,7 +131,7 @@ describe('CaptureWriter', () => {
       store: async () => {
         calls++;
         if (calls === 1) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
-        return { liveRoutes: new Set(['live']), stored: [], dropped: 0 };
+        return { liveRoutes: new Set(['live']), stored: 1, dropped: 0 };
       },
       batchMs: 0,
       batchRows: 100,
