@@ -145,8 +145,9 @@ function wrk(port: number, path: string, seconds: number, pid?: number): WrkResu
     cpuUs: (cpuMs * 1000) / Math.max(1, total),
     ok: total - non2xx,
     non2xx,
-    p50: /50%\s+(\S+)/.exec(output)?.[1] ?? '?',
-    p99: /99%\s+(\S+)/.exec(output)?.[1] ?? '?',
+    // Anchored: a thread-statistics column such as `88.50%` must not be read as the median.
+    p50: /^\s*50%\s+(\S+)/m.exec(output)?.[1] ?? '?',
+    p99: /^\s*99%\s+(\S+)/m.exec(output)?.[1] ?? '?',
   };
 }
 
