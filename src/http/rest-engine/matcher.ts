@@ -19,10 +19,17 @@ export function operationMatcher(operations: Operation[]): (method: string, norm
   const bySpecificity = patterns
     .map((entry, index) => ({ ...entry, index, length: entry.operation.path.replace(/\{.*?\}/g, '').length }))
     .sort((a, b) => b.length - a.length || a.index - b.index);
+  // Exact paths by path, then method: the first operation listed wins, as `find` over the list would.
+  const exact = new Map<string, Map<string, Operation>>();
+  for (const operation of operations) {
+    let byMethod = exact.get(operation.path);
+    if (!byMethod) exact.set(operation.path, (byMethod = new Map()));
+    if (!byMethod.has(operation.method)) byMethod.set(operation.method, operation);
+  }
   return (method, normalizedPath) => {
-    const lower = method.trim().toLowerCase();
-    const exact = operations.find((operation) => operation.path === normalizedPath && operation.method === lower);
-    if (exact) return exact;
+    const lower = LOWER_METHODS[method] ?? method.trim().toLowerCase();
+    const found = exact.get(normalizedPath)?.get(lower);
+    if (found) return found;
     for (const { operation, pattern } of bySpecificity) {
       if (operation.method === lower && pattern.test(normalizedPath)) return operation;
     }
@@ -47,8 +54,25 @@ function pathPattern(operation: Operation): string {
   return narrowed ? `/${narrowed}${pattern.slice('/[^/]+'.length)}` : pattern;
 }
 
+/** The request methods as a client sends them, lowercased as the operations name them (no string per request). */
+const LOWER_METHODS: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
+  GET: 'get',
+  HEAD: 'head',
+  POST: 'post',
+  PUT: 'put',
+  PATCH: 'patch',
+  DELETE: 'delete',
+  OPTIONS: 'options',
+  TRACE: 'trace',
+});
+
+/** Already normal: starts with one slash, no query, no trailing slash, no space at either end. */
+const NORMAL_PATH = /^\/(?!\/)[^?]*[^/?\s]$/;
+
 /** openapi-backend's path normalisation for matching (apiRoot `/`, trailing slashes ignored). */
 export function normalizePath(rawPath: string): string {
+  // Most request paths are already normal: they come back as they are, with no copies made.
+  if (NORMAL_PATH.test(rawPath) || rawPath === '/') return rawPath;
   let path = rawPath.trim() || '';
   if (!path.startsWith('/')) path = `/${path}`;
   path = (path.split('?')[0] ?? '').trim();
@@ -75,7 +99,8 @@ export function requestPartsOf(operation: Operation): RequestParts {
       const params: Record<string, string> = {};
       for (let index = 0; index < names.length; index++) {
         const name = names[index] ?? '';
-        const value = decodeURIComponent(found[index + 1] ?? '');
+        const raw = found[index + 1] ?? '';
+        const value = raw.includes('%') ? decodeURIComponent(raw) : raw;
         // A name used twice must carry one value.
         if (name in params && params[name] !== value) return null;
         params[name] = value;

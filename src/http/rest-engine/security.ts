@@ -18,6 +18,8 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
   const schemesOf = new Map(
     operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
   );
+  // Each requirement's schemes, listed once rather than per request.
+  const requirementsOf = new Map(operations.map((operation) => [operation.operationId, (operation.security ?? []).map((requirement) => Object.keys(requirement))]));
 
   /**
    * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
@@ -38,15 +40,15 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
       } catch (error) {
         throw verifierFailure(error);
       }
-      if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
+      if (result instanceof Promise) return authenticateAsync(requirementsOf.get(operation.operationId) ?? [], schemes, index, result, results, headers);
       results[scheme] = result;
     }
-    return accepted(requirements, results);
+    return accepted(requirementsOf.get(operation.operationId) ?? [], results);
   }
 
   /** The rest of `authenticate` once a verifier answered with a promise. */
   async function authenticateAsync(
-    requirements: NonNullable<Operation['security']>,
+    requirements: string[][],
     schemes: string[],
     from: number,
     pending: Promise<unknown>,
@@ -77,9 +79,9 @@ function verifierFailure(error: unknown): unknown {
   return error instanceof AppError && error.code === 'unauthenticated' ? new ContractRefusal('unauthenticated', { cause: error }) : error;
 }
 
-/** The security results, when some requirement has every one of its schemes accepting; else a 401. */
-function accepted(requirements: NonNullable<Operation['security']>, results: Record<string, unknown>): Record<string, unknown> {
-  if (!requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
+/** The security results, when some requirement (its scheme names) has every one of its schemes accepting; else a 401. */
+function accepted(requirements: string[][], results: Record<string, unknown>): Record<string, unknown> {
+  if (!requirements.some((schemes) => schemes.every((scheme) => Boolean(results[scheme])))) {
     throw new ContractRefusal('unauthenticated');
   }
   return results;

@@ -1,6 +1,6 @@
 import { createRestApi, type RestApi } from '../../../src/http/rest-api.js';
 import { renderProblemDetails } from '../../../src/http/problem-details.js';
-import { requestPartsOf } from '../../../src/http/rest-engine/matcher.js';
+import { normalizePath, requestPartsOf } from '../../../src/http/rest-engine/matcher.js';
 import { validateParameters } from '../../../src/http/rest-engine/validator.js';
 import { ROOT } from '../../../src/server/paths.js';
 
@@ -100,4 +100,45 @@ test('the capture templates (/{routeId}…) claim no path whose first segment is
   for (const path of ['/healthz', '/api/users/1', '/v1/articles', '/metrics']) expect(webhooks.match('GET', path)).toBeUndefined();
   expect(webhooks.match('POST', `/${UUID}`)?.path).toBe('/{routeId}');
   expect(webhooks.match('POST', `/${UUID}/deep`)?.path).toBe('/{routeId}/{subPath}');
+});
+
+test('normalizePath returns an already normal path as it is, and normalises every other as the general rule does', () => {
+  // The general rule, as it was before the already-normal shortcut: every input must give what it gives.
+  const general = (rawPath: string): string => {
+    let path = rawPath.trim() || '';
+    if (!path.startsWith('/')) path = `/${path}`;
+    path = (path.split('?')[0] ?? '').trim();
+    if (path.startsWith('/')) path = path.replace(/^\/\/?/, '/');
+    while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+    return path;
+  };
+  const inputs = [
+    '',
+    '/',
+    '//',
+    '///',
+    '/a',
+    '/a/',
+    '/a//',
+    '//a',
+    '///a',
+    'a',
+    'a/',
+    ' /a ',
+    '/a ',
+    '/a\t',
+    '/a\u00a0',
+    '\u00a0/a',
+    '/a?x=1',
+    '/a/?x',
+    '/?',
+    '?x',
+    '/api/users/0b6f4a57-3f55-4d1e-9e8a-3c2f5b1d7a90',
+    '/api/users/a%20b',
+    '/a b',
+    '/a/b/c/',
+    '/\u2028',
+    '/a\u2028b',
+  ];
+  for (const input of inputs) expect({ input, normalized: normalizePath(input) }).toEqual({ input, normalized: general(input) });
 });
