@@ -148,6 +148,17 @@ test('a token altered in its trailing bits is refused even after the original wa
   expect(await refusal(altered)).toBe('unauthenticated');
 });
 
+test("a token with a cached token's signature but other claims is not answered from the cache", async () => {
+  // The cache is keyed by the signature's tail: a payload swapped under the same signature must miss it and be refused.
+  const token = tokens.sign({ sub: 'user-1', aud: 'account' }, 60);
+  await tokens.verify(token, 'account');
+  const { header, signature } = partsOf(token);
+  const swapped = `${header}.${b64({ ...validClaims(), sub: 'admin' })}.${signature}`;
+  expect(tokens.verifyCached(swapped, 'account')).toBeUndefined();
+  expect(await refusal(swapped)).toBe('unauthenticated');
+  expect(tokens.verifyCached(token, 'account')?.sub).toBe('user-1');
+});
+
 test('a token that expires while cached is refused from then on', async () => {
   const token = tokens.sign({ sub: 'user-1', aud: 'account' }, 5);
   await tokens.verify(token, 'account');
