@@ -4,6 +4,7 @@ import type { UniversalHandler } from '@connectrpc/connect/protocol';
 import type { RegisteredService } from './grpc-fast-path/unary-handler.js';
 import { specGrpcMessages } from './grpc-message.js';
 import { refuseUnsafeJsonNumbers } from './rpc-json-numbers.js';
+import { shapeEarlyErrors } from './rpc-early-errors.js';
 
 /**
  * One RPC service as the server serves it: the same entry feeds connect-node (every protocol), the
@@ -30,6 +31,7 @@ export function rpcService<T extends DescService>(
 
 /**
  * Registers the services on a Connect router; `interceptors` run first, around every service's own; `readMaxBytes` is RPC_MAX_MESSAGE_BYTES.
+ * Errors raised before the interceptors are shaped by the service's `shapeError` (rpc-early-errors.ts), as on the native fast path.
  * Every handler writes `grpc-message` in the gRPC spec's encoding (src/server/grpc-message.ts) and refuses Connect JSON requests with numbers JSON.parse would not keep (rpc-json-numbers.ts).
  */
 export function rpcRoutes(services: readonly RpcService[], interceptors: readonly Interceptor[], readMaxBytes: number): (router: ConnectRouter) => void {
@@ -41,6 +43,7 @@ export function rpcRoutes(services: readonly RpcService[], interceptors: readonl
         let handler = router.handlers[index];
         if (!handler) continue;
         if (entry.adaptHandler) handler = entry.adaptHandler(handler);
+        if (entry.shapeError) handler = shapeEarlyErrors(handler, entry.shapeError);
         router.handlers[index] = specGrpcMessages(refuseUnsafeJsonNumbers(handler, { readMaxBytes, shapeError: entry.shapeError }));
       }
     }

@@ -1,4 +1,4 @@
-import { create, getOption, hasOption, toBinary, type DescService, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, getOption, hasOption, type DescService, type MessageInitShape } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { api_service_name } from '../../../generated/proto/cloud/annotations_pb.js';
@@ -151,9 +151,4 @@ export function cancelledRpcStatus(origin: ErrorOrigin, target: { operationId: s
     message: 'the operation was cancelled (OperationService.Cancel); its resource is as it was before',
     details: [anyPack(ServiceErrorSchema, detail)],
   });
-}
-
-/** The bytes of a google.rpc.Status as `grpc-status-details-bin` carries them (unpadded base64). */
-export function statusDetailsHeader(status: Status): string {
-  return Buffer.from(toBinary(StatusSchema, status)).toString('base64').replace(/=+$/, '');
 }

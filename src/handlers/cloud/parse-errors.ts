@@ -1,42 +1,36 @@
-import { create, toBinary } from '@bufbuild/protobuf';
+import { toBinary } from '@bufbuild/protobuf';
 import { wrapUniversalHandler } from '../../server/universal-handler.js';
-import { anyPack } from '@bufbuild/protobuf/wkt';
-import { Code } from '@connectrpc/connect';
+import { Code, type ConnectError } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { ServiceErrorSchema } from '../../../generated/proto/cloud/common/v1/error_pb.js';
-import { StatusSchema } from '../../../generated/proto/google/rpc/status_pb.js';
 import { AppError } from '../../errors.js';
-import { apiServiceNameOf, serviceErrorOf, statusDetailsHeader } from './errors.js';
-import { encodeGrpcMessage } from '../../server/grpc-message.js';
+import { apiServiceNameOf, serviceErrorOf, toConnectError } from './errors.js';
 
 const PARSE_FAILURE = /^parse binary: /;
 
 /**
- * connect-es reports a request body that is not valid protobuf binary as INTERNAL ("parse binary:
- * …"), before any interceptor runs. That is the client's fault, so this wrapper turns it into
- * INVALID_ARGUMENT with a bad_request detail, for the gRPC and Connect protocols (gRPC-Web keeps
- * its trailers in the body and is left as connect answers it).
+ * Errors raised before any interceptor runs (an unparsable message, a `grpc-timeout` that does not
+ * parse), shaped as the interceptors shape theirs: connect-es reports a request body that is not
+ * valid protobuf binary as INTERNAL ("parse binary: …"), which is the client's fault, so it becomes
+ * INVALID_ARGUMENT with a bad_request violation; every error gets the ServiceError detail and the
+ * x-request-id trailer. Both gRPC paths call it (the native fast path and connect-node's, through
+ * src/server/rpc-early-errors.ts), so a client sees one answer whichever path served it.
+ */
+export function shapeEarlyError(error: ConnectError, origin: { service: string; requestId: string }): ConnectError {
+  const parseFailure = error.code === Code.Internal && PARSE_FAILURE.test(error.rawMessage);
+  return toConnectError(parseFailure ? badRequest(error.rawMessage) : error, origin);
+}
+
+/**
+ * The Connect protocol's JSON error for a body that is not valid protobuf binary: connect-node
+ * answers it as a 500 `internal`; this answers 400 `invalid_argument` with the ServiceError detail,
+ * as `shapeEarlyError` shapes it for gRPC.
  */
 export function invalidArgumentOnParseFailure(handler: UniversalHandler): UniversalHandler {
   const wrapped = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
     const res = await handler(req);
     const service = apiServiceNameOf(handler.service);
     const requestId = req.header.get('x-request-id') ?? '';
-    const trailer = res.trailer;
-    if (trailer?.get('grpc-status') === String(Code.Internal)) {
-      const message = decodeURIComponent(trailer.get('grpc-message') ?? '');
-      if (PARSE_FAILURE.test(message)) {
-        const error = badRequest(message);
-        const detail = serviceErrorOf(error, { service, requestId });
-        trailer.set('grpc-status', String(Code.InvalidArgument));
-        trailer.set('grpc-message', encodeGrpcMessage(error.message));
-        trailer.set(
-          'grpc-status-details-bin',
-          statusDetailsHeader(create(StatusSchema, { code: Code.InvalidArgument, message: error.message, details: [anyPack(ServiceErrorSchema, detail)] })),
-        );
-      }
-      return res;
-    }
     if (res.status === 500 && res.body && /^application\/json/.test(res.header?.get('content-type') ?? '')) {
       const chunks: Uint8Array[] = [];
       for await (const chunk of res.body) chunks.push(chunk);

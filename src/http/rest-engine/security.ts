@@ -19,7 +19,9 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
     operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
   );
   // Each requirement's schemes, listed once rather than per request.
-  const requirementsOf = new Map(operations.map((operation) => [operation.operationId, (operation.security ?? []).map((requirement) => Object.keys(requirement))]));
+  const requirementsOf = new Map(
+    operations.map((operation) => [operation.operationId, (operation.security ?? []).map((requirement) => Object.keys(requirement))]),
+  );
 
   /**
    * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A

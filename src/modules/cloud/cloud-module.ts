@@ -28,8 +28,8 @@ import {
   createIdempotencyInterceptor,
   type AuthPolicy,
 } from '../../handlers/cloud/interceptors.js';
-import { apiServiceNameOf, cancelledRpcStatus, toConnectError, toRpcStatus } from '../../handlers/cloud/errors.js';
-import { invalidArgumentOnParseFailure } from '../../handlers/cloud/parse-errors.js';
+import { apiServiceNameOf, cancelledRpcStatus, toRpcStatus } from '../../handlers/cloud/errors.js';
+import { invalidArgumentOnParseFailure, shapeEarlyError } from '../../handlers/cloud/parse-errors.js';
 import { resourceKindServiceImpl } from '../../handlers/cloud/named-resource-service.js';
 import { operationServiceImpl } from '../../handlers/cloud/operation-service.js';
 import type { ResourceKind } from '../../services/cloud/resource-kind.js';
@@ -154,7 +154,7 @@ export function cloudModule(ctx: ModuleContext, options: CloudModuleOptions): Cl
     rpcService(service, implementation, {
       interceptors,
       adaptHandler: invalidArgumentOnParseFailure,
-      shapeError: (error, requestId) => toConnectError(error, { service: apiServiceNameOf(service), requestId }),
+      shapeError: (error, requestId) => shapeEarlyError(error, { service: apiServiceNameOf(service), requestId }),
     }),
   );
 

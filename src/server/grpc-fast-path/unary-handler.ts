@@ -184,12 +184,8 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         try {
           input = fromBinary(route.spec.method.input, body.subarray(5));
         } catch (error) {
-          return reject(
-            new ConnectError(
-              `the request message is not valid protobuf (${route.spec.method.input.typeName}): ${error instanceof Error ? error.message : String(error)}`,
-              Code.InvalidArgument,
-            ),
-          );
+          // connect-node's own error for it (src/connectrpc serialization), shaped by the service as there.
+          return reject(new ConnectError(`parse binary: ${error instanceof Error ? error.message : String(error)}`, Code.Internal));
         }
         const values = options.contextValues?.() ?? createContextValues();
         if (rawHeaders) values.set(headerLinesKey, headerLinesOf(rawHeaders));
