@@ -72,7 +72,11 @@ const NORMAL_PATH = /^\/(?!\/)[^?]*[^/?\s]$/;
 /** openapi-backend's path normalisation for matching (apiRoot `/`, trailing slashes ignored). */
 export function normalizePath(rawPath: string): string {
   // Most request paths are already normal: they come back as they are, with no copies made.
-  if (NORMAL_PATH.test(rawPath) || rawPath === '/') return rawPath;
+  return NORMAL_PATH.test(rawPath) || rawPath === '/' ? rawPath : normalizeAnyPath(rawPath);
+}
+
+/** The general rule `normalizePath` applies to a path that is not already normal (exported for its parity test). */
+export function normalizeAnyPath(rawPath: string): string {
   let path = rawPath.trim() || '';
   if (!path.startsWith('/')) path = `/${path}`;
   path = (path.split('?')[0] ?? '').trim();
