@@ -74,7 +74,9 @@ try {
   const warm = wrk(full.port, `/${routeId}`, 2);
   console.log(`[capture, warm-up 2 s] ${warm.rps.toFixed(0)} req/s`);
   const capture = wrk(full.port, `/${routeId}`, SECONDS, full.child.pid);
-  console.log(`[capture, ${SECONDS} s] ${capture.rps.toFixed(0)} req/s, p50 ${capture.p50}, p99 ${capture.p99}, ${capture.cpuUs.toFixed(0)} µs CPU per request`);
+  console.log(
+    `[capture, ${SECONDS} s] ${capture.rps.toFixed(0)} req/s, p50 ${capture.p50}, p99 ${capture.p99}, ${capture.cpuUs.toFixed(0)} µs CPU per request`,
+  );
   // Graceful stop: the capture writer flushes, so what was acknowledged must be in the store now.
   await stopChild(full.child);
 
@@ -99,7 +101,9 @@ try {
   console.log(`  latency p50 ${capture.p50}  p99 ${capture.p99}`);
   // Less moved by other work on the machine than throughput: the server's own CPU per request.
   const cpuRatio = Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs) / capture.cpuUs;
-  console.log(`  server CPU per request: raw ${Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs).toFixed(0)} µs, capture ${capture.cpuUs.toFixed(0)} µs, raw/capture ${cpuRatio.toFixed(2)}`);
+  console.log(
+    `  server CPU per request: raw ${Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs).toFixed(0)} µs, capture ${capture.cpuUs.toFixed(0)} µs, raw/capture ${cpuRatio.toFixed(2)}`,
+  );
   console.log(`  2xx answers ${acknowledged}, non-2xx ${warm.non2xx + capture.non2xx}, rows stored ${stored}, lost ${lost}`);
   if (lost > 0 || stored > acknowledged + 2 * CONNECTIONS || warm.non2xx + capture.non2xx > 0) {
     console.error('FAIL: stored captures do not match the acknowledged requests');

@@ -31,7 +31,11 @@ describe('results', () => {
     ['a repeated column name (the last wins)', 'SELECT 1 AS a, 2 AS a, $1::text AS b', ['x']],
     ['a column named __proto__ (an own property)', 'SELECT $1::text AS "__proto__", 2 AS ok', ['p']],
     ['no parameters (unnamed)', 'SELECT count(*)::int AS n, now() IS NOT NULL AS t FROM items', []],
-    ['bytes beside text (sent as a binary parameter)', 'SELECT $1::bytea AS b, octet_length($1::bytea) AS n, $2::text AS t', [Buffer.from([0, 255, 92, 34, 123]), 'x']],
+    [
+      'bytes beside text (sent as a binary parameter)',
+      'SELECT $1::bytea AS b, octet_length($1::bytea) AS n, $2::text AS t',
+      [Buffer.from([0, 255, 92, 34, 123]), 'x'],
+    ],
   ])('%s: as PGlite.query answers', async (_name, sql, params) => {
     const ours = await statements.run(sql, params);
     expect(ours).toStrictEqual(await pglite.query(sql, params));

@@ -29,7 +29,11 @@ function controlledStore() {
     new Promise<BatchResult>((resolve) => {
       batches.push(records.map((item) => item.id));
       commits.push(() =>
-        resolve({ liveRoutes: new Set(records.filter((item) => item.routeId === 'live').map((item) => item.routeId)), stored: records.filter((item) => item.routeId === 'live').length, dropped: 0 }),
+        resolve({
+          liveRoutes: new Set(records.filter((item) => item.routeId === 'live').map((item) => item.routeId)),
+          stored: records.filter((item) => item.routeId === 'live').length,
+          dropped: 0,
+        }),
       );
     });
   return { batches, commits, store };
