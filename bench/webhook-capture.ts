@@ -100,9 +100,9 @@ try {
   );
   console.log(`  latency p50 ${capture.p50}  p99 ${capture.p99}`);
   // Less moved by other work on the machine than throughput: the server's own CPU per request.
-  const cpuRatio = Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs) / capture.cpuUs;
+  const rawCpuUs = Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs);
   console.log(
-    `  server CPU per request: raw ${Math.min(baselineBefore.cpuUs, baselineAfter.cpuUs).toFixed(0)} µs, capture ${capture.cpuUs.toFixed(0)} µs, raw/capture ${cpuRatio.toFixed(2)}`,
+    `  server CPU per request: raw ${rawCpuUs.toFixed(0)} µs, capture ${capture.cpuUs.toFixed(0)} µs, raw/capture ${(rawCpuUs / capture.cpuUs).toFixed(2)}`,
   );
   console.log(`  2xx answers ${acknowledged}, non-2xx ${warm.non2xx + capture.non2xx}, rows stored ${stored}, lost ${lost}`);
   if (lost > 0 || stored > acknowledged + 2 * CONNECTIONS || warm.non2xx + capture.non2xx > 0) {

@@ -1,5 +1,5 @@
 import type { UniversalHandler, UniversalServerResponse } from '@connectrpc/connect/protocol';
-import { wrapUniversalHandler } from './universal-handler.js';
+import { editTrailer, wrapUniversalHandler } from './universal-handler.js';
 
 const utf8 = new TextEncoder();
 const HEX = '0123456789ABCDEF';
@@ -41,12 +41,6 @@ function respellTrailer(trailer: Headers): void {
   if (value !== null) trailer.set('grpc-message', respelled(value));
 }
 
-/** connect sets the status trailer while the body is read (an error may come mid-stream): respell it once the body ends. */
-async function* thenRespell(body: AsyncIterable<Uint8Array>, trailer: Headers): AsyncIterable<Uint8Array> {
-  yield* body;
-  respellTrailer(trailer);
-}
-
 const GRPC_WEB_TRAILER_FLAG = 0x80;
 const GRPC_MESSAGE_LINE = /^grpc-message:[ \t]*(.*)$/i;
 
@@ -86,10 +80,7 @@ async function* respellGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIte
 export function specGrpcMessages(handler: UniversalHandler): UniversalHandler {
   const wrapped = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
     const res = await handler(req);
-    if (res.trailer) {
-      respellTrailer(res.trailer);
-      return res.body ? { ...res, body: thenRespell(res.body, res.trailer) } : res;
-    }
+    if (res.trailer) return editTrailer(res, respellTrailer);
     if (res.body && /^application\/grpc-web(?![-+]text)/.test(res.header?.get('content-type') ?? '')) {
       return { ...res, body: respellGrpcWebTrailer(res.body) };
     }

@@ -1,7 +1,7 @@
 import { ConnectError, type Code } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
-import { wrapUniversalHandler } from './universal-handler.js';
+import { editTrailer, wrapUniversalHandler } from './universal-handler.js';
 
 /** The gRPC protocol's content types (gRPC-Web carries its trailers in the body, Connect answers JSON). */
 const GRPC = /^application\/grpc(\+|;|$)/i;
@@ -17,29 +17,14 @@ const GRPC = /^application\/grpc(\+|;|$)/i;
 export function shapeEarlyErrors(handler: UniversalHandler, shapeError: (error: ConnectError, requestId: string) => ConnectError): UniversalHandler {
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const res = await handler(req);
-    const trailer = res.trailer;
-    if (!trailer || !GRPC.test(req.header.get('content-type') ?? '')) return res;
+    if (!GRPC.test(req.header.get('content-type') ?? '')) return res;
     const requestId = req.header.get('x-request-id') ?? '';
-    if (!res.body) {
-      shapeTrailer(trailer, shapeError, requestId);
-      return res;
-    }
-    return { ...res, body: thenShape(res.body, trailer, shapeError, requestId) };
+    return editTrailer(res, (trailer) => shapeTrailer(trailer, shapeError, requestId));
   };
   return wrapUniversalHandler(handler, wrapped);
 }
 
-/** connect sets the status trailer once the body ends (an error may come mid-stream): shape it then. */
-async function* thenShape(
-  body: AsyncIterable<Uint8Array>,
-  trailer: Headers,
-  shapeError: (error: ConnectError, requestId: string) => ConnectError,
-  requestId: string,
-): AsyncIterable<Uint8Array> {
-  yield* body;
-  shapeTrailer(trailer, shapeError, requestId);
-}
-
+/** Shapes the trailer's error, unless it has none or was shaped already (status details): idempotent. */
 function shapeTrailer(trailer: Headers, shapeError: (error: ConnectError, requestId: string) => ConnectError, requestId: string): void {
   const status = trailer.get('grpc-status');
   if (status === null || status === '0' || trailer.has('grpc-status-details-bin')) return;

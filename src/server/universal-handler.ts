@@ -15,3 +15,19 @@ export function wrapUniversalHandler(handler: UniversalHandler, serve: (req: Uni
     supportedContentType: handler.supportedContentType,
   });
 }
+
+/**
+ * Applies `edit` to a response's trailer now and again once its body has ended: connect sets the
+ * status trailer while the body is read (an error may come mid-stream). `edit` must be idempotent.
+ */
+export function editTrailer(res: UniversalServerResponse, edit: (trailer: Headers) => void): UniversalServerResponse {
+  const trailer = res.trailer;
+  if (!trailer) return res;
+  edit(trailer);
+  return res.body ? { ...res, body: thenEdit(res.body, trailer, edit) } : res;
+}
+
+async function* thenEdit(body: AsyncIterable<Uint8Array>, trailer: Headers, edit: (trailer: Headers) => void): AsyncIterable<Uint8Array> {
+  yield* body;
+  edit(trailer);
+}

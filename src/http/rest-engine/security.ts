@@ -15,13 +15,11 @@ export type Authenticate = (operation: Operation, headers: NodeRequest['headers'
  * whose schemes all accept.
  */
 export function createAuthenticator(operations: Operation[], verifiers: SecurityVerifiers): Authenticate {
-  const schemesOf = new Map(
-    operations.map((operation) => [operation.operationId, [...new Set((operation.security ?? []).flatMap((requirement) => Object.keys(requirement)))]]),
-  );
-  // Each requirement's schemes, listed once rather than per request.
+  // Each operation's requirements (their scheme names) and every scheme they name, computed once.
   const requirementsOf = new Map(
     operations.map((operation) => [operation.operationId, (operation.security ?? []).map((requirement) => Object.keys(requirement))]),
   );
+  const schemesOf = new Map([...requirementsOf].map(([operationId, requirements]) => [operationId, [...new Set(requirements.flat())]]));
 
   /**
    * The contract's security: any one requirement whose schemes all accept; `{}` admits anyone. A
@@ -29,7 +27,7 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
    * not one either (no microtask per request).
    */
   function authenticate(operation: Operation, headers: NodeRequest['headers']): Record<string, unknown> | Promise<Record<string, unknown>> {
-    const requirements = operation.security ?? [];
+    const requirements = requirementsOf.get(operation.operationId) ?? [];
     const results: Record<string, unknown> = {};
     if (requirements.length === 0) return results;
     const schemes = schemesOf.get(operation.operationId) ?? [];
@@ -42,10 +40,10 @@ export function createAuthenticator(operations: Operation[], verifiers: Security
       } catch (error) {
         throw verifierFailure(error);
       }
-      if (result instanceof Promise) return authenticateAsync(requirementsOf.get(operation.operationId) ?? [], schemes, index, result, results, headers);
+      if (result instanceof Promise) return authenticateAsync(requirements, schemes, index, result, results, headers);
       results[scheme] = result;
     }
-    return accepted(requirementsOf.get(operation.operationId) ?? [], results);
+    return accepted(requirements, results);
   }
 
   /** The rest of `authenticate` once a verifier answered with a promise. */

@@ -181,29 +181,31 @@ export class WebhookRepository {
     // as they are, where an array literal would need the body in hex and every quote in the header
     // JSON escaped, by JavaScript, and parsed back by PostgreSQL. The other columns are short text in
     // array literals; a value with no quote or backslash (ids, times) is quoted without a rewrite.
-    const columns: string[][] = Array.from({ length: 15 }, () => []);
-    const bodies: Buffer[] = [];
-    const headers: Buffer[] = [];
-    for (const record of records) {
-      columns[0]!.push(quoted(record.id));
-      columns[1]!.push(quoted(record.routeId));
-      columns[2]!.push(quoted(record.receivedAt.toISOString()));
-      columns[3]!.push(quoted(record.method));
-      columns[4]!.push(quoted(record.path));
-      columns[5]!.push(quoted(record.query));
-      headers.push(binaryJsonb(JSON.stringify(record.headers)));
-      columns[7]!.push(nullableQuoted(record.contentType));
-      columns[8]!.push(String(record.size));
-      columns[9]!.push(String(record.truncated));
-      bodies.push(record.body);
-      columns[11]!.push(quoted(record.remoteAddress));
-      columns[12]!.push(quoted(record.httpVersion));
-      columns[13]!.push(record.signature ? quoted(JSON.stringify(record.signature)) : 'NULL');
-      columns[14]!.push(record.proxyChain ? quoted(record.proxyChain.join(',')) : 'NULL');
-    }
-    const parameters: Array<string | Buffer> = columns.map((elements) => `{${elements.join(',')}}`);
-    parameters[6] = binaryArray(JSONB_OID, headers);
-    parameters[10] = binaryArray(BYTEA_OID, bodies);
+    const text = (element: (record: CapturedRecord) => string): string => `{${records.map(element).join(',')}}`;
+    // In the order of the unnest below.
+    const parameters: Array<string | Buffer> = [
+      text((record) => quoted(record.id)),
+      text((record) => quoted(record.routeId)),
+      text((record) => quoted(record.receivedAt.toISOString())),
+      text((record) => quoted(record.method)),
+      text((record) => quoted(record.path)),
+      text((record) => quoted(record.query)),
+      binaryArray(
+        JSONB_OID,
+        records.map((record) => binaryJsonb(JSON.stringify(record.headers))),
+      ),
+      text((record) => nullableQuoted(record.contentType)),
+      text((record) => String(record.size)),
+      text((record) => String(record.truncated)),
+      binaryArray(
+        BYTEA_OID,
+        records.map((record) => record.body),
+      ),
+      text((record) => quoted(record.remoteAddress)),
+      text((record) => quoted(record.httpVersion)),
+      text((record) => (record.signature ? quoted(JSON.stringify(record.signature)) : 'NULL')),
+      text((record) => (record.proxyChain ? quoted(record.proxyChain.join(',')) : 'NULL')),
+    ];
     const result = await this.knex.raw(
       `WITH v AS (
          SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::boolean[], ?::bytea[], ?::text[], ?::text[], ?::jsonb[], ?::text[])
