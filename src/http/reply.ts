@@ -1,5 +1,5 @@
 import { Http2ServerResponse } from 'node:http2';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import { StreamedJson, writeStreamedJson } from './streamed-json.js';
 
@@ -7,6 +7,49 @@ import { StreamedJson, writeStreamedJson } from './streamed-json.js';
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 /** A response of either HTTP version. */
 export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/**
+ * The HTTP/1.1 response of this server's listener: the headers every answer carries (x-request-id,
+ * traceparent: `withContextHeaders`) wait here until its head is written. `sendReply` puts them in its
+ * one headers object, so Node writes the head from that object alone; a `setHeader` before `writeHead`
+ * makes Node re-validate and re-store every header of the head (~4% of a REST read's instructions for
+ * the two). Any other writer gets them set just before its head: `writeHead`, which Node's implicit
+ * head (a `write` or `end` without one) calls too. HTTP/2's compatibility response has no such fast
+ * path and gets them set at once.
+ */
+export class ContextResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  /** The request id and traceparent not yet written (empty once written). */
+  pendingRequestId = '';
+  pendingTraceparent = '';
+
+  override writeHead(
+    statusCode: number,
+    reasonOrHeaders?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
+    headers?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this {
+    if (this.pendingRequestId !== '') {
+      this.setHeader('x-request-id', this.pendingRequestId);
+      this.setHeader('traceparent', this.pendingTraceparent);
+      this.pendingRequestId = this.pendingTraceparent = '';
+    }
+    // Node reads a non-string second argument as the headers.
+    return super.writeHead(statusCode, reasonOrHeaders as string, headers);
+  }
+}
+
+/**
+ * Sets the headers every answer of a request carries: on an HTTP/1.1 response of this server, when
+ * its head is written (`ContextResponse`); on any other, now.
+ */
+export function withContextHeaders(res: NodeResponse, requestId: string, traceparent: string): void {
+  if (res instanceof ContextResponse) {
+    res.pendingRequestId = requestId;
+    res.pendingTraceparent = traceparent;
+    return;
+  }
+  res.setHeader('x-request-id', requestId);
+  res.setHeader('traceparent', traceparent);
+}
 
 /**
  * One HTTP answer: JSON unless the body is raw bytes (then `contentType`, or a Content-Type among
@@ -39,6 +82,11 @@ export function sendReply(
   if (commonHeaders) for (const name in commonHeaders) headers[name] = commonHeaders[name] as string;
   if (reply.headers) for (const name in reply.headers) headers[name] = reply.headers[name] as string;
   if (reply.status === 413 && !(res instanceof Http2ServerResponse)) headers.connection = 'close';
+  if (res instanceof ContextResponse && res.pendingRequestId !== '') {
+    headers['x-request-id'] = res.pendingRequestId;
+    headers.traceparent = res.pendingTraceparent;
+    res.pendingRequestId = res.pendingTraceparent = '';
+  }
   let payload: Buffer | string = '';
   if (reply.body instanceof StreamedJson) {
     headers['content-type'] = reply.contentType ?? 'application/json; charset=utf-8';

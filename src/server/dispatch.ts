@@ -88,7 +88,9 @@ export function createDispatcher(options: DispatchOptions): (req: NodeRequest, r
       contexts.log(context, req.method, 'repeated Host', 400, req);
       return;
     }
-    contexts.run(context, () => serve(req, res, context));
+    // The closure only where the log fields are carried (a logger that writes nothing has none to carry).
+    if (contexts.carriesLogFields) contexts.run(context, () => serve(req, res, context));
+    else serve(req, res, context);
   };
 }
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
-import type { NodeRequest, NodeResponse } from '../http/reply.js';
+import { ContextResponse, type NodeRequest, type NodeResponse } from '../http/reply.js';
 import { Http2Guard } from './http2-guard.js';
 import { createOnePortServer, type OnePortServer } from './protocol-switch.js';
 
@@ -18,6 +18,8 @@ export function createListeners(
 ): OnePortServer {
   // Its requests reach `dispatch` through the protocol switch, which refuses those it would not answer.
   const http1 = http.createServer({
+    // Its responses hold the request id and traceparent until the head is written (src/http/reply.ts).
+    ServerResponse: ContextResponse,
     keepAliveTimeout: config.keepAliveTimeoutMs,
     headersTimeout: config.headersTimeoutMs,
     requestTimeout: config.requestTimeoutMs,

@@ -306,7 +306,8 @@ export function createOnePortServer(options: OnePortOptions): OnePortServer {
     }
     connection.inFlight++;
     connection.latest = res;
-    res.once('close', () => {
+    // A response closes once: `on`, without once's wrapper per request.
+    res.on('close', () => {
       connection.inFlight--;
       // A response that began before shutdown still said keep-alive: end the connection ourselves
       // (a half-close: the client may still read the answer; what it sends next is not executed).

@@ -1,7 +1,7 @@
 import type http2 from 'node:http2';
 import type { Config } from '../config.js';
 import { requestLogFields, type Logger } from '../logger.js';
-import type { NodeRequest, NodeResponse } from '../http/reply.js';
+import { withContextHeaders, type NodeRequest, type NodeResponse } from '../http/reply.js';
 import { clientAddressOf, connectionAddressOf, proxiedSourceOf, resolveRequestClient } from '../http/request-client.js';
 import { resolveClientAddress } from '../services/client-address.js';
 import { requestIdOf } from './request-id.js';
@@ -43,11 +43,10 @@ export class RequestContexts {
   open(req: NodeRequest, res: NodeResponse): RequestContext {
     const started = performance.now();
     const requestId = requestIdOf(req.headers['x-request-id']);
-    res.setHeader('x-request-id', requestId);
     resolveRequestClient(req, this.trustProxy);
     // The caller's trace (or a new one), this request's span on the response and in every log line.
     const trace = traceContextOf(req.headers.traceparent);
-    res.setHeader('traceparent', formatTraceparent(trace));
+    withContextHeaders(res, requestId, formatTraceparent(trace));
     return { requestId, started, trace, logFields: this.logsAnything ? traceLogFields(trace) : NO_LOG_FIELDS };
   }
 
@@ -66,6 +65,11 @@ export class RequestContexts {
   run(context: RequestContext, serve: () => void): void {
     if (this.logsAnything) requestLogFields.run(context.logFields, serve);
     else serve();
+  }
+
+  /** Whether `run` carries anything (callers skip making its closure otherwise). */
+  get carriesLogFields(): boolean {
+    return this.logsAnything;
   }
 
   /** The request log line of an answered request. */

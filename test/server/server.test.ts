@@ -31,6 +31,30 @@ test('every response carries an x-request-id, and a safe incoming one is echoed'
   expect(unsafe.headers.get('x-request-id')).not.toBe('bad id with spaces');
 });
 
+test('over HTTP/1.1 every kind of writer sends the x-request-id and traceparent once, with the head it writes', async () => {
+  // The REST engine's reply, its HEAD, the table's 404, the metrics page and connect-node (which writes its own head).
+  const requests: Array<[string, string, Record<string, string>, string?]> = [
+    ['GET', '/api', {}],
+    ['HEAD', '/api', {}],
+    ['GET', '/nowhere', {}],
+    ['GET', '/metrics', {}],
+    ['POST', '/cloud.common.v1.ServerInfoService/GetServerInfo', { 'content-type': 'application/json' }, '{}'],
+  ];
+  for (const [method, path, headers, body] of requests) {
+    const { status, rawHeaders } = await new Promise<{ status: number; rawHeaders: string[] }>((resolve, reject) => {
+      const request = http.request(`${server.url}${path}`, { method, headers: { 'x-request-id': `echo-${method}`, ...headers } }, (response) => {
+        response.resume();
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, rawHeaders: response.rawHeaders }));
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
+    const values = (name: string) => rawHeaders.filter((_, index) => index % 2 === 1 && rawHeaders[index - 1]!.toLowerCase() === name);
+    expect([path, status > 0, values('x-request-id')]).toEqual([path, true, [`echo-${method}`]]);
+    expect(values('traceparent')).toEqual([expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)]);
+  }
+});
+
 test('unknown routes outside every API answer the default JSON error shape', async () => {
   const response = await server.request('GET', '/no/such/route', { unchecked: true });
   expect(response.status).toBe(404);

@@ -17,17 +17,17 @@ export function validateParameters(
   const validators = api.validator.getRequestValidatorsForOperation(operation.operationId ?? '') ?? [];
   const parameters: Record<string, unknown> = { path: params, query: {}, header: headers, cookie: {} };
   if (headers['content-type'] === 'application/json') parameters.requestBody = undefined;
-  const errors: ErrorObject[] = [];
+  let errors: ErrorObject[] | null = null;
   const coerced: { params?: unknown; query?: unknown } = {};
   for (const validate of validators) {
     validate(parameters);
-    if (validate.errors) errors.push(...validate.errors);
+    if (validate.errors) (errors ??= []).push(...validate.errors);
     else {
       coerced.query = parameters.query;
       coerced.params = parameters.path;
     }
   }
-  return { errors: errors.length > 0 ? errors : null, coerced };
+  return { errors, coerced };
 }
 
 /**
@@ -65,8 +65,10 @@ export function onlyPathInvalid(errors: ErrorObject[], operation: Operation): bo
 function nulPath(value: unknown, path = ''): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
   if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const found = nulPath(item, path === '' ? key : `${path}.${key}`);
+  // for-in over own keys: no entry arrays per request (params and query are checked on every call).
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const found = nulPath((value as Record<string, unknown>)[key], path === '' ? key : `${path}.${key}`);
     if (found !== undefined) return found;
   }
   return undefined;
