@@ -27,6 +27,7 @@ let app: App;
 let url: string;
 let grpcClient: GrpcTestClient;
 let adminToken: string;
+let adminId: string;
 
 interface Answer {
   status: number;
@@ -72,6 +73,7 @@ describeOnPostgres('when the database goes away', () => {
     const signIn = await send('POST', '/api/auth', { name: 'root', password: 'root-password-1' }, '');
     expect(signIn.status).toBe(200);
     adminToken = signIn.body.accessToken;
+    adminId = signIn.body.user.id;
   });
 
   afterAll(async () => {
@@ -137,6 +139,11 @@ describeOnPostgres('when the database goes away', () => {
   test('a black-holed database is refused within the timeouts instead of hanging, and recovers', async () => {
     expect((await send('GET', '/api/users')).status).toBe(200); // pooled connections exist: the black hole swallows their queries
     proxy.blackHole();
+    // Alone, the pooled read (src/store/pool-fast-path/pooled-read.ts) takes the idle connection at
+    // once and hangs on it: its own deadline, not pg's timer per query, refuses it.
+    const pooled = await send('GET', `/api/users/${adminId}`);
+    expect([pooled.status, pooled.headers.get('retry-after')]).toEqual([503, '2']);
+    expect(pooled.ms).toBeLessThan(FAST_MS);
     const answers = await Promise.all([
       send('GET', '/api/users'),
       send('GET', '/api/users'),

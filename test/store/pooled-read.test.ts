@@ -161,8 +161,14 @@ test('the knex, tarn and pg internals the queue reaches into have the shapes it 
       destroyed: false,
       release: 'function',
     });
-    const connection = new client.driver.Client() as { constructor: { Query?: unknown }; query?: unknown };
+    const connection = new (client.driver.Client as new (config: object) => object)({ query_timeout: 4321 }) as {
+      constructor: { Query?: unknown };
+      query?: unknown;
+      connectionParameters?: { query_timeout?: unknown };
+    };
     expect({ Query: typeof connection.constructor.Query, query: typeof connection.query }).toEqual({ Query: 'function', query: 'function' });
+    // The timeout pg's query() reads for its timer per query, which the queue keeps itself instead.
+    expect(connection.connectionParameters?.query_timeout).toBe(4321);
     expect(new knexModule.KnexTimeoutError('x')).toBeInstanceOf(Error);
   } finally {
     await knex.destroy();

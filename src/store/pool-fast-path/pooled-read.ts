@@ -22,7 +22,7 @@ export function pooledRead<Row>(knex: Knex, statement: PooledStatement, values: 
   const client = knex.client as KnexDriverClient;
   if (client.config.client === 'pg' && client.pool) {
     const reads = hotReadsOf(client, client.pool);
-    return new Promise((resolve, reject) => reads.enqueue({ statement, values, resolve, reject, since: 0 }));
+    return new Promise((resolve, reject) => reads.enqueue({ statement, values, resolve, reject, since: 0, deadline: 0, done: undefined }));
   }
   return client.acquireConnection().then(
     (connection) =>
@@ -53,6 +53,10 @@ interface HotRead {
   reject(error: unknown): void;
   /** When it began to wait (ms, performance.now()), for the acquire timeout. */
   since: number;
+  /** While it runs: when it is abandoned without an answer (ms, performance.now(); Infinity without a query timeout). */
+  deadline: number;
+  /** While it runs: settles it (the sweeper fails it with pg's own read timeout error at the deadline). */
+  done: ((error: unknown, rows?: unknown[]) => void) | undefined;
 }
 
 const hotReads = new WeakMap<TarnPool, HotReads>();
@@ -92,6 +96,15 @@ function hotReadsOf(client: KnexDriverClient, pool: TarnPool): HotReads {
  */
 class HotReads {
   private readonly waiting: HotRead[] = [];
+  /**
+   * The read running on each connection, watched for the query timeout: a slot per connection
+   * updated in place (a Set of reads, added and deleted per read, was itself promoted ~600 bytes per
+   * read), found by the sweeper through the pool's connections in use.
+   */
+  private readonly runningOn = new WeakMap<PgConnection, HotRead | undefined>();
+  private runningCount = 0;
+  /** The connections' query timeout (pg's `query_timeout`, ms; 0: none), as the last read found it. */
+  private queryTimeoutMs = 0;
   /** Knex acquires in flight on the queue's behalf. */
   private acquiring = 0;
   private sweeper: NodeJS.Timeout | undefined;
@@ -114,21 +127,53 @@ class HotReads {
     read.since = performance.now();
     this.waiting.push(read);
     this.acquire();
-    this.sweeper ??= setInterval(() => this.expire(), Math.max(10, this.pool.acquireTimeoutMillis / 4)).unref();
+    this.sweep();
   }
 
+  /**
+   * pg's `query_timeout` (statement_timeout + 1 s: no answer at all means the link is gone) is kept
+   * here by the sweeper, not by pg's timer per query: that timer's closure keeps the read's query,
+   * result and rows reachable past a young-generation collection, and under load ~1.3 KB per read was
+   * promoted to the old generation (~64 MB per 50,000 reads, scavenges 3× slower; docs/performance.md).
+   * At the deadline the read fails with pg's own error and the connection goes back to the pool as pg
+   * leaves it (its query still active, so the pool's validation destroys it); a late answer is ignored.
+   */
   private run(connection: PgConnection, read: HotRead): void {
+    let settled = false;
     const done = (error: unknown, rows?: unknown[]) => {
+      if (settled) return;
+      settled = true;
+      this.runningOn.set(connection, undefined);
+      this.runningCount--;
+      read.done = undefined;
       this.handBack(connection, error === undefined);
       if (error) read.reject(error);
       else read.resolve(rows as never[]);
     };
+    const parameters = connection.connectionParameters;
+    const timeoutMs = parameters?.query_timeout ?? 0;
+    if (timeoutMs !== this.queryTimeoutMs) {
+      // The sweeper's period follows the timeout it keeps.
+      this.queryTimeoutMs = timeoutMs;
+      this.stopSweeping();
+    }
+    read.deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
+    read.done = done;
+    this.runningOn.set(connection, read);
+    this.runningCount++;
+    if (timeoutMs > 0) this.sweep();
     try {
       const Query = connection.constructor.Query;
       if (!Query) throw new Error('pg connection without a Query class');
       const query = new Query(read.statement.text, read.values, (error, result) => done(error ?? undefined, result?.rows));
       if (read.statement.name && this.named) query.name = read.statement.name;
-      connection.query(query);
+      // pg reads the timeout while queueing the query: none there, the sweeper keeps it.
+      if (parameters) parameters.query_timeout = 0;
+      try {
+        connection.query(query);
+      } finally {
+        if (parameters) parameters.query_timeout = timeoutMs;
+      }
     } catch (error) {
       done(error);
     }
@@ -176,17 +221,35 @@ class HotReads {
 
   private settled(): void {
     if (this.waiting.length > 0) this.acquire();
-    else this.stopSweeping();
   }
 
-  /** Reads waiting longer than the acquire timeout fail as a Knex query's acquire would. */
+  /**
+   * Starts the sweeper if it is not running: a quarter of the shorter timeout (acquire, query) apart,
+   * it stops by itself on a tick with nothing to watch (so a busy pool keeps one interval).
+   */
+  private sweep(): void {
+    if (this.sweeper) return;
+    const periodMs = Math.min(this.pool.acquireTimeoutMillis, this.queryTimeoutMs || Infinity) / 4;
+    this.sweeper = setInterval(() => this.expire(), Math.max(10, periodMs)).unref();
+  }
+
+  /**
+   * Reads waiting longer than the acquire timeout fail as a Knex query's acquire would; reads running
+   * past their deadline fail as pg's query timeout fails them.
+   */
   private expire(): void {
     const now = performance.now();
     const timeoutMs = this.pool.acquireTimeoutMillis;
     while (this.waiting.length > 0 && (this.pool.destroyed || now - (this.waiting[0]?.since ?? now) >= timeoutMs)) {
       this.waiting.shift()?.reject(acquireTimeout());
     }
-    if (this.waiting.length === 0) this.stopSweeping();
+    if (this.runningCount > 0) {
+      for (const { resource } of [...this.pool.used]) {
+        const read = this.runningOn.get(resource as PgConnection);
+        if (read && now >= read.deadline) read.done?.(new Error('Query read timeout'));
+      }
+    }
+    if (this.waiting.length === 0 && this.runningCount === 0) this.stopSweeping();
   }
 
   private stopSweeping(): void {

@@ -45,6 +45,8 @@ export interface PgConnection {
   readyForQuery?: boolean;
   /** Set by Knex on a connection that failed: its validation refuses it. */
   __knex__disposed?: unknown;
+  /** pg: the connection's settings; `query_timeout` is read by `query()` for a timer per query unless the query names its own. */
+  connectionParameters?: { query_timeout?: number };
 }
 
 /** Knex's own error for a connection not acquired in time (src/errors.ts reads it as the database being unavailable). */
