@@ -50,7 +50,10 @@ export class CallContext implements HandlerContext {
     return this.controller.signal;
   }
 
-  readonly timeoutMs = (): number | undefined => (this.deadline === undefined ? undefined : this.deadline - Date.now());
+  /** A method, not an arrow property: no closure per call (a copied context wraps it, invoke-unary.ts). */
+  timeoutMs(): number | undefined {
+    return this.deadline === undefined ? undefined : this.deadline - Date.now();
+  }
 
   abort(reason: unknown): void {
     this.end();

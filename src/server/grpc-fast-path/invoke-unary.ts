@@ -24,7 +24,7 @@ export async function invokeUnary(spec: UnarySpec, context: CallContext, input: 
           protocolName: context.protocolName,
           requestMethod: context.requestMethod,
           url: context.url,
-          timeoutMs: context.timeoutMs,
+          timeoutMs: () => context.timeoutMs(),
           responseHeader: context.responseHeader,
           responseTrailer: context.responseTrailer,
           service: req.service,

@@ -96,7 +96,8 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           return;
         }
         let code: Code | 0 = 0;
-        const head: Record<string, string> = { ':status': '200', 'content-type': 'application/grpc+proto', 'x-request-id': requestId, ...responseHeaders };
+        const head: Record<string, string> = { ':status': '200', 'content-type': 'application/grpc+proto', 'x-request-id': requestId };
+        if (responseHeaders) for (const name in responseHeaders) head[name] = responseHeaders[name]!;
         responseHeader?.forEach((value, key) => (head[key] = value));
         const trailer: Record<string, string> = {};
         let envelope: Buffer | undefined;
@@ -121,7 +122,8 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
         }
         try {
           stream.respond(head, { waitForTrailers: true });
-          stream.once('wantTrailers', () => {
+          // Emitted once per stream: `on`, without once's wrapper per call.
+          stream.on('wantTrailers', () => {
             // The stream may have been reset between the last data frame and this event.
             if (stream.destroyed || stream.closed) return;
             try {
@@ -198,7 +200,7 @@ export function createGrpcUnaryHandler(options: GrpcUnaryOptions): GrpcUnaryHand
           values,
         );
         const called = context;
-        stream.once('close', () => {
+        stream.on('close', () => {
           if (!finished) called.abort(new ConnectError('the client cancelled the call', Code.Canceled));
         });
         try {
