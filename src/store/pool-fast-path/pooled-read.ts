@@ -151,11 +151,15 @@ class HotReads {
       else read.resolve(rows as never[]);
     };
     const parameters = connection.connectionParameters;
-    const timeoutMs = parameters?.query_timeout ?? 0;
+    const configured = parameters?.query_timeout;
+    const timeoutMs = configured || 0;
     if (timeoutMs !== this.queryTimeoutMs) {
-      // The sweeper's period follows the timeout it keeps.
+      // The sweeper's period follows the timeout it keeps: restarted with it.
       this.queryTimeoutMs = timeoutMs;
-      this.stopSweeping();
+      if (this.sweeper) {
+        this.stopSweeping();
+        this.sweep();
+      }
     }
     read.deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
     read.done = done;
@@ -172,7 +176,7 @@ class HotReads {
       try {
         connection.query(query);
       } finally {
-        if (parameters) parameters.query_timeout = timeoutMs;
+        if (parameters) parameters.query_timeout = configured;
       }
     } catch (error) {
       done(error);
