@@ -102,7 +102,6 @@ class HotReads {
    * read), found by the sweeper through the pool's connections in use.
    */
   private readonly runningOn = new WeakMap<PgConnection, HotRead | undefined>();
-  private runningCount = 0;
   /** The connections' query timeout (pg's `query_timeout`, ms; 0: none), as the last read found it. */
   private queryTimeoutMs = 0;
   /** Knex acquires in flight on the queue's behalf. */
@@ -139,13 +138,11 @@ class HotReads {
    * leaves it (its query still active, so the pool's validation destroys it); a late answer is ignored.
    */
   private run(connection: PgConnection, read: HotRead): void {
-    let settled = false;
+    // Settles once: the answer, an error, or the sweeper's deadline, whichever comes first.
     const done = (error: unknown, rows?: unknown[]) => {
-      if (settled) return;
-      settled = true;
-      this.runningOn.set(connection, undefined);
-      this.runningCount--;
+      if (read.done === undefined) return;
       read.done = undefined;
+      this.runningOn.set(connection, undefined);
       this.handBack(connection, error === undefined);
       if (error) read.reject(error);
       else read.resolve(rows as never[]);
@@ -164,7 +161,6 @@ class HotReads {
     read.deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
     read.done = done;
     this.runningOn.set(connection, read);
-    this.runningCount++;
     if (timeoutMs > 0) this.sweep();
     try {
       const Query = connection.constructor.Query;
@@ -247,13 +243,14 @@ class HotReads {
     while (this.waiting.length > 0 && (this.pool.destroyed || now - (this.waiting[0]?.since ?? now) >= timeoutMs)) {
       this.waiting.shift()?.reject(acquireTimeout());
     }
-    if (this.runningCount > 0) {
-      for (const { resource } of [...this.pool.used]) {
-        const read = this.runningOn.get(resource as PgConnection);
-        if (read && now >= read.deadline) read.done?.(new Error('Query read timeout'));
-      }
+    // The pool's connections in use (at most its size); a copy, as an abandoned read gives its connection back.
+    let running = false;
+    for (const { resource } of [...this.pool.used]) {
+      const read = this.runningOn.get(resource as PgConnection);
+      if (read && now >= read.deadline) read.done?.(new Error('Query read timeout'));
+      else if (read) running = true;
     }
-    if (this.waiting.length === 0 && this.runningCount === 0) this.stopSweeping();
+    if (this.waiting.length === 0 && !running) this.stopSweeping();
   }
 
   private stopSweeping(): void {
